@@ -1,0 +1,100 @@
+# baremm build. `make` builds build/baremm.elf and iso/baremm.iso; `make run` boots the
+# default benchmark suite; `make test` runs every test (host unit tests + QEMU matrix).
+# Missing Debian packages are installed by tools/install-deps.sh.
+
+CC ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+LD := ld
+NASM := nasm
+HOSTCC ?= gcc
+PYTHON := python3
+BUILD := build
+ISO := iso/baremm.iso
+ELF := $(BUILD)/baremm.elf
+
+CLANG := $(findstring clang,$(CC))
+KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-stack-protector \
+	-fno-pic -fno-pie -mno-red-zone -mcmodel=kernel -mno-sse -mno-sse2 -mno-mmx -mno-avx \
+	-fno-omit-frame-pointer -fno-strict-aliasing -fno-common -I. -MMD -MP
+ifeq ($(CLANG),)
+KCFLAGS += -mno-3dnow -fno-asynchronous-unwind-tables
+else
+KCFLAGS += -fno-asynchronous-unwind-tables -Wno-gnu-variable-sized-type-not-at-end
+endif
+
+KSRCS := $(wildcard arch/x86_64/*.c kernel/*.c mm/*.c bench/*.c)
+ASRCS := $(wildcard boot/*.asm)
+KOBJS := $(patsubst %.c,$(BUILD)/%.o,$(KSRCS)) $(patsubst %.asm,$(BUILD)/%.o,$(ASRCS))
+BUILD_ID := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+
+all: $(ISO)
+
+deps:
+	@tools/install-deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(KCFLAGS) -c $< -o $@
+
+$(BUILD)/kernel/version.o: KCFLAGS += -DBUILD_ID='"$(BUILD_ID)"'
+$(BUILD)/kernel/version.o: $(BUILD)/.build_id
+
+$(BUILD)/.build_id: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(BUILD_ID) $(CC)' | cmp -s - $@ || echo '$(BUILD_ID) $(CC)' > $@
+
+$(BUILD)/%.o: %.asm
+	@mkdir -p $(dir $@)
+	$(NASM) -f elf64 -g -F dwarf -Iboot/ $< -o $@
+
+$(ELF): $(KOBJS) linker.ld
+	$(LD) -n -T linker.ld -nostdlib -z max-page-size=0x1000 -o $@ $(KOBJS)
+
+$(ISO): $(ELF) iso/grub.cfg
+	@mkdir -p $(BUILD)/isodir/boot/grub
+	cp $(ELF) $(BUILD)/isodir/boot/baremm.elf
+	cp iso/grub.cfg $(BUILD)/isodir/boot/grub/grub.cfg
+	grub-mkrescue -o $@ $(BUILD)/isodir >$(BUILD)/grub-mkrescue.log 2>&1 || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
+
+# ---- host unit tests (mm/ and kernel/ logic compiled for the host, ASan + UBSan) ----
+HOSTCFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -DBAREMM_HOST -I. -Itests/host \
+	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+HOST_TESTS :=
+include $(wildcard tests/host/*.mk)
+HOST_BINS := $(patsubst %,$(BUILD)/host/%,$(HOST_TESTS))
+HOST_COMMON := tests/host/htest.c tests/host/host_shim.c kernel/events.c
+
+.SECONDEXPANSION:
+$(BUILD)/host/%: $$(%_SRCS) $(HOST_COMMON) $$(wildcard tests/host/*.h) FORCE
+	@mkdir -p $(dir $@)
+	@$(HOSTCC) $(HOSTCFLAGS) -o $@ $($*_SRCS) $(HOST_COMMON) -lpthread
+
+host-build: $(HOST_BINS)
+
+# Runs every host test binary; prints KTAP per binary. Exit status 1 if any failed.
+host-test: $(HOST_BINS)
+	@rc=0; for t in $(HOST_BINS); do $$t || rc=1; done; exit $$rc
+
+# ---- QEMU ----
+run: deps $(ISO)
+	$(PYTHON) tools/baremm suite default
+
+bench: deps $(ISO)
+	$(PYTHON) tools/baremm suite full
+
+test: deps
+	@$(MAKE) -s $(ISO)
+	$(PYTHON) tools/baremm test
+
+debug: deps $(ISO)
+	tools/debug.sh
+
+clean:
+	rm -rf $(BUILD) $(ISO)
+
+FORCE:
+.PHONY: all deps run bench test debug clean host-test host-build FORCE
+
+-include $(KOBJS:.o=.d)

@@ -1,0 +1,106 @@
+/*
+ * Boot options: `key=value` words on the kernel command line. Each option is declared once,
+ * next to the code that reads it, with DEFINE_OPTION_*; the declaration lands in the
+ * `baremm_options` linker section so `help` can list every option with its type, allowed
+ * values, default and one-line meaning. Parsing is strict: an unknown key, a malformed
+ * value or an out-of-range number is an error naming the option (exit status BAD_OPTION).
+ *
+ * Options marked "variant" (DEFINE_VARIANT_*) change a mechanism and may be switched at run
+ * time between benchmark runs (ab=<option>:<v1>,<v2>); the code that reads them must read
+ * the variable each time, not cache it at boot.
+ *
+ * The variables are plain globals written only during parsing (before APs start) or by the
+ * benchmark harness between runs while every CPU is quiet.
+ */
+#ifndef BAREMM_OPTIONS_H
+#define BAREMM_OPTIONS_H
+
+#include "kernel/types.h"
+
+enum opt_type { OPT_BOOL, OPT_UINT, OPT_ENUM, OPT_STRING };
+
+struct option_desc {
+	const char *name;
+	const char *help;
+	enum opt_type type;
+	bool variant;			/* switchable at run time */
+	void *var;			/* bool*, u64*, int* (enum index), const char** */
+	u64 def, min, max;		/* default for bool/uint/enum; range for uint */
+	const char *def_str;		/* default for string */
+	const char *const *choices;	/* enum values, NULL-terminated */
+	bool set;			/* given on the command line */
+} __aligned(8);
+
+#define OPTION_SECTION __attribute__((used, section("baremm_options"), aligned(8)))
+
+#define DEFINE_OPTION_UINT(var_, name_, def_, min_, max_, help_)                             \
+	u64 var_ = (def_);                                                                   \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_UINT, .var = &var_, .def = (def_), \
+		.min = (min_), .max = (max_) }
+
+#define DEFINE_OPTION_BOOL(var_, name_, def_, help_)                                         \
+	bool var_ = (def_);                                                                  \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_BOOL, .var = &var_, .def = (def_) }
+
+#define DEFINE_OPTION_STRING(var_, name_, def_, help_)                                       \
+	const char *var_ = (def_);                                                           \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_STRING, .var = &var_,              \
+		.def_str = (def_) }
+
+/* Enum: values are the strings after help_; var_ holds the index of the chosen one. */
+#define __DEFINE_OPTION_ENUM(variant_, var_, name_, def_, help_, ...)                        \
+	int var_ = (def_);                                                                   \
+	static const char *const __opt_choices_##var_[] = { __VA_ARGS__, NULL };             \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_ENUM, .variant = variant_,         \
+		.var = &var_, .def = (def_), .choices = __opt_choices_##var_ }
+
+#define DEFINE_OPTION_ENUM(var_, name_, def_, help_, ...) \
+	__DEFINE_OPTION_ENUM(false, var_, name_, def_, help_, __VA_ARGS__)
+#define DEFINE_VARIANT_ENUM(var_, name_, def_, help_, ...) \
+	__DEFINE_OPTION_ENUM(true, var_, name_, def_, help_, __VA_ARGS__)
+
+#define DEFINE_VARIANT_UINT(var_, name_, def_, min_, max_, help_)                            \
+	u64 var_ = (def_);                                                                   \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_UINT, .variant = true,             \
+		.var = &var_, .def = (def_), .min = (min_), .max = (max_) }
+
+#define DEFINE_VARIANT_BOOL(var_, name_, def_, help_)                                        \
+	bool var_ = (def_);                                                                  \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_BOOL, .variant = true,             \
+		.var = &var_, .def = (def_) }
+
+#define DECLARE_OPTION_UINT(var_) extern u64 var_
+#define DECLARE_OPTION_BOOL(var_) extern bool var_
+#define DECLARE_OPTION_ENUM(var_) extern int var_
+#define DECLARE_OPTION_STRING(var_) extern const char *var_
+
+/* Errors from parsing; each maps to the BAD_OPTION exit status in the kernel. */
+#define OPT_ERRLEN 256
+
+/*
+ * Parse a whole command line (space-separated words). Returns 0, or -1 with a message
+ * naming the option and its allowed values in @err. Words that are not key=value:
+ * `help` sets *want_help; anything else is an error. The first word may be a path
+ * (the kernel file name GRUB passes) when it contains '/': it is skipped.
+ */
+int options_parse(const char *cmdline, bool *want_help, char *err, size_t errlen);
+/* Set one option from a value string (used by the parser and by ab= switching). */
+int option_set(struct option_desc *o, const char *val, size_t len, char *err, size_t errlen);
+struct option_desc *option_find(const char *name, size_t len);
+/* Print every option (name, type, allowed values, default, help) through printk. */
+void options_print_help(void);
+/* Format the current value of @o into buf. */
+void option_format_value(const struct option_desc *o, char *buf, size_t len);
+/* Reset every option to its default (host tests). */
+void options_reset(void);
+
+extern struct option_desc __start_baremm_options[], __stop_baremm_options[];
+#define for_each_option(o) for ((o) = __start_baremm_options; (o) < __stop_baremm_options; (o)++)
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * Cross-CPU function calls: the transport TLB shootdowns ride on.
+ *
+ * Each CPU owns a lock-free queue of pending calls (a multi-producer stack drained whole
+ * by the owner). An initiator pushes one call descriptor per target and sends one IPI to
+ * each target whose queue was empty before the push (a non-empty queue already has an
+ * IPI in flight), then, when @wait, spins until every target has run the function.
+ * There is no global lock: several CPUs may initiate at once. A CPU waiting for
+ * acknowledgements (interrupts on or off) keeps draining its own queue, so two CPUs
+ * calling each other cannot deadlock.
+ *
+ * Functions run in interrupt context on the target with interrupts disabled; they must
+ * not block or initiate a waiting call themselves. @info must stay valid until the call
+ * completes (for wait=false calls: owned by the callee or static).
+ * Callable from any CPU once smp_init() has run; the caller is never among the targets
+ * of *_many (use the local path yourself), smp_call_function_single to self runs inline.
+ */
+#ifndef BAREMM_SMP_H
+#define BAREMM_SMP_H
+
+#include "kernel/cpumask.h"
+
+typedef void (*smp_call_func_t)(void *info);
+
+int smp_call_function_single(unsigned cpu, smp_call_func_t func, void *info, bool wait);
+/* Run on every CPU in @mask except the caller. */
+void smp_call_function_many(const cpumask_t *mask, smp_call_func_t func, void *info, bool wait);
+/* Run on every other online CPU. */
+void smp_call_function(smp_call_func_t func, void *info, bool wait);
+/* Run on every online CPU, the caller included (locally with interrupts disabled). */
+void on_each_cpu(smp_call_func_t func, void *info, bool wait);
+/* Drain this CPU's queue (called from the IPI handler and from wait loops). */
+void smp_call_queue_drain(void);
+
+/* Variants of smp_call_function_many for shootdown protocols (mm/tlbflush.c):
+ * send without waiting, then wait for the returned handle. */
+struct smp_call_batch;
+struct smp_call_batch *smp_call_send_many(const cpumask_t *mask, smp_call_func_t func, void *info);
+void smp_call_wait(struct smp_call_batch *b);
+
+void smp_init(void);		/* boot CPU: start every AP listed in the MADT */
+unsigned smp_num_online(void);
+
+#endif

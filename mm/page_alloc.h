@@ -1,0 +1,53 @@
+/*
+ * The page allocator: one zone, buddy free lists per order and migratetype, pageblocks
+ * with a migratetype each, watermarks, per-CPU page lists (mm/pcp.c) for orders
+ * 0..PCP_MAX_ORDER. Any CPU may call alloc_pages/free_pages with interrupts on or off;
+ * the zone lock is taken with interrupts disabled. Allocation failure returns NULL
+ * (counted as EV_PGALLOC_FAIL); the caller decides what to do.
+ */
+#ifndef BAREMM_PAGE_ALLOC_H
+#define BAREMM_PAGE_ALLOC_H
+
+#include "mm/page.h"
+
+#define MAX_ORDER 10		/* orders 0..MAX_ORDER inclusive (4 KiB .. 4 MiB) */
+#define NR_ORDERS (MAX_ORDER + 1)
+#define PCP_MAX_ORDER 3
+#define PAGEBLOCK_ORDER 9	/* 2 MiB pageblocks */
+#define PAGEBLOCK_NR_PAGES (1UL << PAGEBLOCK_ORDER)
+
+enum migratetype {
+	MIGRATE_UNMOVABLE,
+	MIGRATE_MOVABLE,
+	MIGRATE_RECLAIMABLE,
+	MIGRATE_TYPES
+};
+
+typedef unsigned gfp_t;
+#define __GFP_MOVABLE 0x01u	/* migratetype movable (user pages) */
+#define __GFP_RECLAIMABLE 0x02u
+#define __GFP_ZERO 0x04u	/* zero the pages */
+#define __GFP_NOPCP 0x08u	/* bypass the per-CPU lists (buddy only) */
+#define __GFP_NOWARN 0x10u	/* failure is expected (mmu_gather batch pages) */
+#define __GFP_ATOMIC 0x20u	/* may dip below the min watermark */
+#define GFP_KERNEL 0u
+#define GFP_USER (__GFP_MOVABLE)
+
+/* Boot: build mem_map from memblock and free every unreserved page into the buddy. */
+void page_alloc_init(void);
+/* After nr_cpu_ids is known: compute pcp high/batch for every CPU. */
+void page_alloc_init_pcp(void);
+
+struct page *alloc_pages(gfp_t gfp, unsigned order);
+void free_pages(struct page *page, unsigned order);
+static inline struct page *alloc_page(gfp_t gfp) { return alloc_pages(gfp, 0); }
+static inline void free_page(struct page *page) { free_pages(page, 0); }
+
+/* Bulk: allocate up to @nr order-0 pages onto @list (lru); returns how many. */
+unsigned alloc_pages_bulk(gfp_t gfp, unsigned nr, struct list_head *list);
+/* Bulk: free every order-0 page on @list (lru), one zone-lock hold per batch. */
+void free_pages_bulk(struct list_head *list);
+
+u64 nr_free_pages(void);	/* buddy + every pcp list */
+u64 nr_managed_pages(void);
+#endif
