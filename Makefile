@@ -24,7 +24,7 @@ else
 KCFLAGS += -fno-asynchronous-unwind-tables -Wno-gnu-variable-sized-type-not-at-end
 endif
 
-KSRCS := $(wildcard arch/x86_64/*.c kernel/*.c mm/*.c bench/*.c)
+KSRCS := $(filter-out $(KEXCLUDE),$(wildcard arch/x86_64/*.c kernel/*.c mm/*.c bench/*.c))
 ASRCS := $(wildcard boot/*.asm)
 KOBJS := $(patsubst %.c,$(BUILD)/%.o,$(KSRCS)) $(patsubst %.asm,$(BUILD)/%.o,$(ASRCS))
 BUILD_ID := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
@@ -36,7 +36,8 @@ deps:
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(KCFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(KCFLAGS) -c $< -o $@
 
 $(BUILD)/kernel/version.o: KCFLAGS += -DBUILD_ID='"$(BUILD_ID)"'
 $(BUILD)/kernel/version.o: $(BUILD)/.build_id
@@ -47,16 +48,19 @@ $(BUILD)/.build_id: FORCE
 
 $(BUILD)/%.o: %.asm
 	@mkdir -p $(dir $@)
-	$(NASM) -f elf64 -g -F dwarf -Iboot/ $< -o $@
+	@echo "  NASM    $<"
+	@$(NASM) -f elf64 -g -F dwarf -Iboot/ $< -o $@
 
 $(ELF): $(KOBJS) linker.ld
-	$(LD) -n -T linker.ld -nostdlib -z max-page-size=0x1000 -o $@ $(KOBJS)
+	@echo "  LD      $@"
+	@$(LD) -n -T linker.ld -nostdlib -z max-page-size=0x1000 -z noexecstack --no-warn-rwx-segments -o $@ $(KOBJS)
 
 $(ISO): $(ELF) iso/grub.cfg
 	@mkdir -p $(BUILD)/isodir/boot/grub
-	cp $(ELF) $(BUILD)/isodir/boot/baremm.elf
-	cp iso/grub.cfg $(BUILD)/isodir/boot/grub/grub.cfg
-	grub-mkrescue -o $@ $(BUILD)/isodir >$(BUILD)/grub-mkrescue.log 2>&1 || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
+	@cp $(ELF) $(BUILD)/isodir/boot/baremm.elf
+	@cp iso/grub.cfg $(BUILD)/isodir/boot/grub/grub.cfg
+	@echo "  ISO     $@"
+	@grub-mkrescue -o $@ $(BUILD)/isodir >$(BUILD)/grub-mkrescue.log 2>&1 || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
 
 # ---- host unit tests (mm/ and kernel/ logic compiled for the host, ASan + UBSan) ----
 HOSTCFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -DBAREMM_HOST -I. -Itests/host \

@@ -33,11 +33,19 @@ static inline void cpumask_clear_cpu_atomic(unsigned cpu, cpumask_t *m)
 {
 	__atomic_fetch_and(&m->bits[cpu / 64], ~(1ULL << (cpu % 64)), __ATOMIC_SEQ_CST);
 }
+/* Bit count without libgcc (kernel code is built without POPCNT). */
+static inline unsigned popcount64(u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+}
 static inline unsigned cpumask_weight(const cpumask_t *m)
 {
 	unsigned n = 0;
 	for (int i = 0; i < CPUMASK_WORDS; i++)
-		n += (unsigned)__builtin_popcountll(__atomic_load_n(&m->bits[i], __ATOMIC_RELAXED));
+		n += popcount64(__atomic_load_n(&m->bits[i], __ATOMIC_RELAXED));
 	return n;
 }
 static inline bool cpumask_empty(const cpumask_t *m) { return cpumask_weight(m) == 0; }

@@ -84,12 +84,13 @@ struct option_desc {
 #define OPT_ERRLEN 256
 
 /*
- * Parse a whole command line (space-separated words). Returns 0, or -1 with a message
+ * Parse a whole command line (space-separated words), in place: each word is NUL-
+ * terminated so string options can point into it. Returns 0, or -1 with a message
  * naming the option and its allowed values in @err. Words that are not key=value:
  * `help` sets *want_help; anything else is an error. The first word may be a path
  * (the kernel file name GRUB passes) when it contains '/': it is skipped.
  */
-int options_parse(const char *cmdline, bool *want_help, char *err, size_t errlen);
+int options_parse(char *cmdline, bool *want_help, char *err, size_t errlen);
 /* Set one option from a value string (used by the parser and by ab= switching). */
 int option_set(struct option_desc *o, const char *val, size_t len, char *err, size_t errlen);
 struct option_desc *option_find(const char *name, size_t len);

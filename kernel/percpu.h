@@ -21,6 +21,7 @@ struct percpu {
 	u32 cpu;		/* gs:8, logical id 0..nr_cpu_ids-1 */
 	u32 apic_id;
 	u64 stack_top;		/* top of this CPU's kernel stack */
+	u64 ist_top[3];		/* #DF, NMI, #MC stacks */
 	u64 tsc_at_online;
 	volatile u64 heartbeat;	/* bumped by the CPU's idle/poll loops; read by the watchdog */
 	const char *doing;	/* what the CPU is doing, named in a watchdog report */

@@ -38,7 +38,14 @@ struct smp_call_batch;
 struct smp_call_batch *smp_call_send_many(const cpumask_t *mask, smp_call_func_t func, void *info);
 void smp_call_wait(struct smp_call_batch *b);
 
-void smp_init(void);		/* boot CPU: start every AP listed in the MADT */
+struct madt_info;
+/* Boot CPU, in order: assign logical ids from the MADT and map every CPU's stacks
+ * (before the page allocator owns memory); install the call IPI handler; start the APs. */
+void smp_prepare_cpus(const struct madt_info *madt, u32 bsp_apic_id);
+void smp_init_calls(void);
+void smp_boot_aps(const struct madt_info *madt);
+void cpu_init_common(unsigned cpu);
+__noreturn void cpu_idle_loop(void);
 unsigned smp_num_online(void);
 
 #endif

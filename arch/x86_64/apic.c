@@ -1,0 +1,137 @@
+#include "arch/x86_64/apic.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/irqflags.h"
+#include "arch/x86_64/desc.h"
+#include "arch/x86_64/tsc.h"
+#include "mm/physmem.h"
+
+bool apic_x2;
+static volatile u32 *xapic;	/* MMIO base through the direct map */
+
+#define APIC_ID 0x20
+#define APIC_EOI 0xb0
+#define APIC_SVR 0xf0
+#define APIC_ICR_LO 0x300
+#define APIC_ICR_HI 0x310
+#define APIC_LVT_TIMER 0x320
+#define APIC_TIMER_INIT 0x380
+#define APIC_TIMER_CUR 0x390
+#define APIC_TIMER_DIV 0x3e0
+#define APIC_TPR 0x80
+
+#define ICR_INIT (5u << 8)
+#define ICR_SIPI (6u << 8)
+#define ICR_NMI (4u << 8)
+#define ICR_LEVEL_ASSERT (1u << 14)
+#define ICR_BUSY (1u << 12)
+#define ICR_ALL_BUT_SELF (3u << 18)
+
+static u32 apic_read(u32 reg)
+{
+	if (apic_x2)
+		return (u32)rdmsr(0x800 + (reg >> 4));
+	return xapic[reg / 4];
+}
+
+static void apic_write(u32 reg, u32 v)
+{
+	if (apic_x2)
+		wrmsr(0x800 + (reg >> 4), v);
+	else
+		xapic[reg / 4] = v;
+}
+
+static void apic_write_icr(u32 dest, u32 lo)
+{
+	unsigned long f = local_irq_save();
+	if (apic_x2) {
+		/* x2APIC: one 64-bit write; serialising on its own */
+		wrmsr(0x830, ((u64)dest << 32) | lo);
+	} else {
+		while (xapic[APIC_ICR_LO / 4] & ICR_BUSY)
+			__builtin_ia32_pause();
+		xapic[APIC_ICR_HI / 4] = dest << 24;
+		xapic[APIC_ICR_LO / 4] = lo;
+	}
+	local_irq_restore(f);
+}
+
+void apic_init_cpu(void)
+{
+	u64 base = rdmsr(MSR_APIC_BASE);
+	base |= 1u << 11;	/* global enable */
+	if (boot_cpu.x2apic) {
+		base |= 1u << 10;
+		apic_x2 = true;
+	}
+	wrmsr(MSR_APIC_BASE, base);
+	if (!apic_x2)
+		xapic = (volatile u32 *)__va(base & 0xfffff000);
+	apic_write(APIC_TPR, 0);
+	apic_write(APIC_SVR, 0x100 | VEC_SPURIOUS);
+}
+
+u32 apic_read_id(void)
+{
+	u32 id = apic_read(APIC_ID);
+	return apic_x2 ? id : id >> 24;
+}
+
+void apic_eoi(void)
+{
+	apic_write(APIC_EOI, 0);
+}
+
+void apic_send_ipi(u32 apic_id, u8 vector)
+{
+	apic_write_icr(apic_id, vector);
+}
+
+void apic_send_nmi_all_but_self(void)
+{
+	apic_write_icr(0, ICR_NMI | ICR_ALL_BUT_SELF | ICR_LEVEL_ASSERT);
+}
+
+void apic_send_init(u32 apic_id)
+{
+	apic_write_icr(apic_id, ICR_INIT | ICR_LEVEL_ASSERT);
+}
+
+void apic_send_sipi(u32 apic_id, u8 page)
+{
+	apic_write_icr(apic_id, ICR_SIPI | page);
+}
+
+void apic_timer_periodic(u8 vector, u32 ticks)
+{
+	apic_write(APIC_TIMER_DIV, 0x3);	/* divide by 16 */
+	apic_write(APIC_LVT_TIMER, (1u << 17) | vector);
+	apic_write(APIC_TIMER_INIT, ticks);
+}
+
+void apic_timer_stop(void)
+{
+	apic_write(APIC_LVT_TIMER, 1u << 16);
+	apic_write(APIC_TIMER_INIT, 0);
+}
+
+u64 apic_timer_calibrate(void)
+{
+	apic_write(APIC_TIMER_DIV, 0x3);
+	apic_write(APIC_LVT_TIMER, 1u << 16);	/* masked, one-shot */
+	apic_write(APIC_TIMER_INIT, 0xffffffff);
+	u64 t0 = rdtsc();
+	u64 wait = tsc_khz * 10;		/* 10 ms of TSC */
+	while (rdtsc() - t0 < wait)
+		__builtin_ia32_pause();
+	u32 cur = apic_read(APIC_TIMER_CUR);
+	u64 elapsed = rdtsc() - t0;
+	apic_write(APIC_TIMER_INIT, 0);
+	u64 ticks = 0xffffffffULL - cur;
+	return elapsed ? ticks * tsc_khz * 1000 / elapsed : 0;
+}
+
+const char *apic_mode_name(void)
+{
+	return apic_x2 ? "x2apic" : "xapic";
+}

@@ -1,0 +1,28 @@
+/*
+ * Local APIC, x2APIC mode when CPUID offers it, xAPIC (MMIO) otherwise, behind one
+ * interface. apic_init_cpu() runs on each CPU. IPIs are fixed-delivery, physical
+ * destination. Any CPU may send; the ICR write is made with interrupts disabled so an
+ * interrupt handler's own IPI cannot tear an xAPIC two-register write.
+ */
+#ifndef BAREMM_APIC_H
+#define BAREMM_APIC_H
+
+#include "kernel/types.h"
+
+extern bool apic_x2;	/* x2APIC mode in use */
+
+void apic_init_cpu(void);		/* enable this CPU's APIC, spurious vector */
+u32 apic_read_id(void);
+void apic_eoi(void);
+void apic_send_ipi(u32 apic_id, u8 vector);
+void apic_send_nmi_all_but_self(void);
+void apic_send_init(u32 apic_id);
+void apic_send_sipi(u32 apic_id, u8 page);
+/* Periodic APIC timer on this CPU: @vector every @ticks timer ticks (divide by 16). */
+void apic_timer_periodic(u8 vector, u32 ticks);
+void apic_timer_stop(void);
+/* Measure the APIC timer frequency (ticks/s after divide-by-16) against the TSC. */
+u64 apic_timer_calibrate(void);
+const char *apic_mode_name(void);
+
+#endif

@@ -1,0 +1,16 @@
+/* Shared boot-time facts and hooks (kernel/main.c). */
+#ifndef BAREMM_BOOT_H
+#define BAREMM_BOOT_H
+
+#include "kernel/multiboot2.h"
+#include "kernel/exit.h"
+
+extern struct boot_info boot_info;
+extern u64 boot_mem_bytes;		/* usable RAM found in the memory map */
+extern const char baremm_build_id[];
+extern const char *cmdline_source;	/* "fw_cfg", "multiboot" or "none" */
+
+/* What a boot with neither tests= nor bench= does (bench/ harness: the default suite). */
+enum exit_status boot_default_run(void);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * Boot flow, one direction (docs/ARCHITECTURE.md):
+ *   console -> multiboot2 info -> options -> CPU tables -> memory map -> direct map
+ *   -> TSC -> ACPI MADT -> per-CPU stacks -> (own stack) APIC, watchdog -> page allocator
+ *   -> APs -> tests or benchmarks -> exit status.
+ */
+#include "kernel/types.h"
+#include "kernel/printk.h"
+#include "kernel/console.h"
+#include "kernel/panic.h"
+#include "kernel/percpu.h"
+#include "kernel/string.h"
+#include "kernel/options.h"
+#include "kernel/multiboot2.h"
+#include "kernel/exit.h"
+#include "kernel/ktest.h"
+#include "kernel/smp.h"
+#include "kernel/watchdog.h"
+#include "kernel/boot.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/serial.h"
+#include "arch/x86_64/desc.h"
+#include "arch/x86_64/apic.h"
+#include "arch/x86_64/acpi.h"
+#include "arch/x86_64/tsc.h"
+#include "arch/x86_64/fw_cfg.h"
+#include "mm/memblock.h"
+#include "mm/direct_map.h"
+#include "mm/page_alloc.h"
+
+DEFINE_OPTION_STRING(opt_tests, "tests", NULL,
+		     "run the in-kernel tests matching this glob over suite.name ('list' lists them)");
+DEFINE_OPTION_ENUM(opt_selftest, "selftest", 0,
+		   "provoke a failure to check the failure paths (exit status and report)",
+		   "none", "hang", "hang_irqoff", "panic", "pagefault", "stack_overflow");
+
+struct boot_info boot_info;
+static u8 mbi_copy[64 * 1024] __aligned(8);
+static char cmdline[MB2_CMDLINE_MAX];
+static char cmdline_shown[MB2_CMDLINE_MAX];
+static bool want_help;
+static struct madt_info madt;
+u64 boot_mem_bytes;
+const char *cmdline_source = "none";
+
+/* Temporary IST stacks for exceptions taken before the per-CPU stacks exist. */
+static u8 early_ist[3][4096] __aligned(16);
+
+extern char __kernel_phys_start[], __kernel_phys_end[];
+void switch_stack_and_call(u64 stack_top, void (*fn)(void));
+
+static __noreturn void early_fail(enum exit_status st, const char *what)
+{
+	printk("BAREMM-ERROR %s\n", what);
+	kernel_exit(st);
+}
+
+static void setup_memblock(void)
+{
+	memblock_reset();
+	for (int i = 0; i < boot_info.nr_ranges; i++) {
+		struct mem_range *r = &boot_info.ranges[i];
+		if (r->type != MEM_USABLE)
+			continue;
+		u64 b = ALIGN_UP(r->base, PAGE_SIZE), e = ALIGN_DOWN(r->base + r->size, PAGE_SIZE);
+		if (e > b && memblock_add(b, e - b))
+			printk("memblock: too many memory ranges; %#lx-%#lx ignored\n", b, e);
+	}
+	/* low 1 MiB: BIOS data, EBDA, the AP trampoline page */
+	memblock_reserve(0, 1ULL << 20);
+	memblock_reserve((u64)__kernel_phys_start, (u64)(__kernel_phys_end - __kernel_phys_start));
+	boot_mem_bytes = memblock_total(&memblock.memory);
+}
+
+static void print_machine_header(void)
+{
+	char model[49];
+	/* trim the brand string's leading blanks and quote-proof it */
+	const char *m = boot_cpu.model;
+	while (*m == ' ')
+		m++;
+	size_t n = 0;
+	for (; m[n] && n < sizeof(model) - 1; n++)
+		model[n] = m[n] == '"' ? '\'' : m[n];
+	while (n && model[n - 1] == ' ')
+		n--;
+	model[n] = 0;
+	const char *accel = !boot_cpu.hypervisor ? "metal"
+			    : !strcmp(boot_cpu.hv_vendor, "TCGTCGTCGTCG") ? "tcg"
+			    : !strcmp(boot_cpu.hv_vendor, "KVMKVMKVM") ? "kvm" : "hypervisor";
+	char pmu[32];
+	if (boot_cpu.pmu_version && boot_cpu.pmu_counters)
+		snprintf(pmu, sizeof(pmu), "v%u/%u", boot_cpu.pmu_version, boot_cpu.pmu_counters);
+	else
+		snprintf(pmu, sizeof(pmu), "none");
+	printk("BAREMM-MACHINE cpu_model=\"%s\" vendor=%s tsc_khz=%lu tsc_source=%s apic=%s accel=%s "
+	       "mem_mib=%lu cpus=%u firmware=%s pcid=%s invpcid=%s pmu=%s build=%s "
+	       "cmdline_source=%s cmdline=\"%s\"\n",
+	       model, boot_cpu.vendor, (unsigned long)tsc_khz, tsc_source, apic_mode_name(), accel,
+	       (unsigned long)(boot_mem_bytes >> 20), nr_cpu_ids, boot_info.efi ? "uefi" : "bios",
+	       boot_cpu.pcid ? "yes" : "no", boot_cpu.invpcid ? "yes" : "no", pmu, baremm_build_id,
+	       cmdline_source, cmdline_shown);
+}
+
+/* Recurses until the guard page below the stack stops it (selftest=stack_overflow). */
+static volatile u64 overflow_sink;
+static u64 __attribute__((noinline)) overflow_stack(u64 depth)
+{
+	volatile char pad[512];
+	pad[0] = (char)depth;
+	if (overflow_sink == ~0ULL)	/* never true: keeps the recursion unbounded */
+		return 0;
+	return overflow_stack(depth + 1) + pad[0];
+}
+
+static void run_selftest(void)
+{
+	switch (opt_selftest) {
+	case 1:	/* hang */
+		printk("selftest: hanging with interrupts on; the watchdog must end the run\n");
+		set_doing("selftest=hang");
+		for (;;)
+			hlt();
+	case 2:
+		printk("selftest: hanging with interrupts off\n");
+		set_doing("selftest=hang_irqoff");
+		__asm__ __volatile__("cli");
+		for (;;)
+			watchdog_check();	/* the boot CPU still polls the deadline */
+	case 3:
+		panic("selftest=panic requested");
+	case 4:
+		printk("selftest: reading an unmapped address\n");
+		(void)*(volatile u64 *)0x0000000000001000ULL;
+		break;
+	case 5:
+		printk("selftest: overflowing the kernel stack into its guard page\n");
+		overflow_sink = overflow_stack(0);
+		break;
+	}
+}
+
+static void kernel_main_on_stack(void);
+
+__noreturn void kernel_main(u32 magic, u64 mbi_pa)
+{
+	percpu_areas[0].self = &percpu_areas[0];
+	wrmsr(MSR_GS_BASE, (u64)&percpu_areas[0]);
+	serial_init();
+	console_set_ready();
+	printk("baremm %s booting\n", baremm_build_id);
+
+	/* The legacy 8259 PICs would deliver the PIT on vector 8 (#DF's): mask them all. */
+	outb(0x21, 0xff);
+	outb(0xa1, 0xff);
+	cpu_probe();
+	idt_init();
+	u64 ist[3] = { (u64)early_ist[0] + 4096, (u64)early_ist[1] + 4096, (u64)early_ist[2] + 4096 };
+	cpu_load_descriptors(0, ist);
+
+	if (magic != MB2_BOOTLOADER_MAGIC)
+		early_fail(EXIT_PANIC, "boot: not started by a multiboot2 loader (bad magic)");
+	u32 total = *(volatile u32 *)mbi_pa;	/* identity-mapped by boot/entry.asm */
+	if (total > sizeof(mbi_copy))
+		early_fail(EXIT_PANIC, "boot: multiboot2 info larger than 64 KiB");
+	memcpy(mbi_copy, (const void *)mbi_pa, total);
+	const char *err = NULL;
+	if (mb2_parse(mbi_copy, sizeof(mbi_copy), &boot_info, &err))
+		early_fail(EXIT_PANIC, err);
+	for (int i = 0; i < boot_info.nr_warnings; i++)
+		printk("boot: firmware data: %s\n", boot_info.warnings[i]);
+	if (boot_info.fb.present && boot_info.fb.type == 2 && !serial_present())
+		vga_text_init(boot_info.fb.addr, boot_info.fb.width, boot_info.fb.height);
+
+	/* command line: QEMU fw_cfg (the runner) wins over the boot loader's */
+	if (fw_cfg_read_file("opt/baremm/cmdline", cmdline, sizeof(cmdline)) >= 0) {
+		cmdline_source = "fw_cfg";
+	} else {
+		memcpy(cmdline, boot_info.cmdline, sizeof(cmdline));
+		cmdline_source = boot_info.have_cmdline ? "multiboot" : "none";
+	}
+	for (size_t i = 0; cmdline[i]; i++)
+		if (cmdline[i] == '\n' || cmdline[i] == '\r')
+			cmdline[i] = ' ';
+	for (size_t i = 0; i < sizeof(cmdline_shown) - 1 && cmdline[i]; i++)
+		cmdline_shown[i] = cmdline[i] == '"' ? '\'' : cmdline[i];
+	char oerr[OPT_ERRLEN];
+	if (options_parse(cmdline, &want_help, oerr, sizeof(oerr))) {
+		printk("BAREMM-ERROR option: %s\n", oerr);
+		kernel_exit(EXIT_BAD_OPTION);
+	}
+
+	setup_memblock();
+	if (boot_mem_bytes < (24ULL << 20)) {
+		printk("BAREMM-ERROR memory: %lu MiB of usable RAM; baremm needs at least 24 MiB\n",
+		       (unsigned long)(boot_mem_bytes >> 20));
+		kernel_exit(EXIT_BENCH_ERROR);
+	}
+	direct_map_init();
+	tsc_init();
+
+	if (acpi_init(boot_info.rsdp_len ? boot_info.rsdp : NULL, boot_info.rsdp_len, &err) ||
+	    acpi_parse_madt(&madt, &err))
+		early_fail(EXIT_PANIC, err);
+	apic_init_cpu();
+	smp_prepare_cpus(&madt, apic_read_id());
+	switch_stack_and_call(percpu_areas[0].stack_top, kernel_main_on_stack);
+	BUG();
+}
+
+static void kernel_main_on_stack(void)
+{
+	cpu_init_common(0);
+	watchdog_init();
+	watchdog_cpu_init();
+	smp_init_calls();
+	page_alloc_init();
+	__asm__ __volatile__("sti");
+	smp_boot_aps(&madt);
+	page_alloc_init_pcp();
+
+	print_machine_header();
+	if (madt.nr_cpus > NR_CPUS)
+		printk("BAREMM-INFO cpus_listed=%u cpus_max=%u\n", madt.nr_cpus, NR_CPUS);
+	set_doing("main");
+
+	if (want_help) {
+		options_print_help();
+		kernel_exit(EXIT_PASS);
+	}
+	run_selftest();
+	if (opt_tests) {
+		if (!strcmp(opt_tests, "list")) {
+			ktest_list();
+			kernel_exit(EXIT_PASS);
+		}
+		int failed = ktest_run(opt_tests);
+		kernel_exit(failed ? EXIT_TEST_FAILED : EXIT_PASS);
+	}
+	kernel_exit(boot_default_run());
+}

@@ -1,0 +1,130 @@
+#include "mm/direct_map.h"
+#include "mm/memblock.h"
+#include "mm/physmem.h"
+#include "kernel/string.h"
+#include "kernel/panic.h"
+#include "kernel/printk.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/tlb.h"
+
+#define P (1ULL << 0)
+#define RW (1ULL << 1)
+#define PS (1ULL << 7)
+#define G (1ULL << 8)
+#define NX (1ULL << 63)
+#define ADDR_MASK 0x000ffffffffff000ULL
+
+u64 *kernel_pml4;
+phys_addr_t kernel_pml4_pa;
+static bool tables_live;	/* after the switch, tables are reached through the direct map */
+static u64 global_bit;
+
+extern char __text_start[], __text_end[], __rodata_start[], __rodata_end[];
+extern char __data_start[], __kernel_end[];
+
+static void *table_va(phys_addr_t pa)
+{
+	/* before the switch the boot tables identity-map 0..4 GiB */
+	return tables_live ? __va(pa) : (void *)pa;
+}
+
+static phys_addr_t alloc_table(void)
+{
+	phys_addr_t pa = memblock_alloc(PAGE_SIZE, PAGE_SIZE);
+	if (!pa)
+		panic("direct map: out of early memory for page tables");
+	memset(table_va(pa), 0, PAGE_SIZE);
+	return pa;
+}
+
+static u64 *next_level(u64 *table, unsigned idx)
+{
+	if (!(table[idx] & P))
+		table[idx] = alloc_table() | P | RW;
+	BUG_ON(table[idx] & PS);
+	return table_va(table[idx] & ADDR_MASK);
+}
+
+static void map_4k(u64 va, phys_addr_t pa, u64 flags)
+{
+	u64 *pdpt = next_level(kernel_pml4, (va >> 39) & 511);
+	u64 *pd = next_level(pdpt, (va >> 30) & 511);
+	u64 *pt = next_level(pd, (va >> 21) & 511);
+	pt[(va >> 12) & 511] = pa | flags | P | global_bit;
+}
+
+static void map_2m(u64 va, phys_addr_t pa, u64 flags)
+{
+	u64 *pdpt = next_level(kernel_pml4, (va >> 39) & 511);
+	u64 *pd = next_level(pdpt, (va >> 30) & 511);
+	pd[(va >> 21) & 511] = pa | flags | P | PS | global_bit;
+}
+
+static void map_kernel_range(char *start, char *end, u64 flags)
+{
+	for (u64 va = (u64)start; va < (u64)end; va += PAGE_SIZE)
+		map_4k(va, va - KERNEL_VIRT_BASE, flags);
+}
+
+void direct_map_init(void)
+{
+	if (boot_cpu.pge) {
+		write_cr4(read_cr4() | CR4_PGE);
+		global_bit = G;
+	}
+	/* Early allocations must be reachable through the boot identity map (< 4 GiB). */
+	memblock.alloc_limit = 1ULL << 32;
+	kernel_pml4_pa = alloc_table();
+	kernel_pml4 = table_va(kernel_pml4_pa);
+	/* Pre-create every kernel-half PDPT so PML4 entries 256..511 never change again and
+	 * can be copied into each address space once. */
+	for (unsigned i = 256; i < 512; i++)
+		next_level(kernel_pml4, i);
+
+	u64 nx = boot_cpu.nx ? NX : 0;
+	phys_addr_t top = ALIGN_UP(MAX(memblock_end_of_ram(), 1ULL << 32), 1ULL << 21);
+	for (phys_addr_t pa = 0; pa < (1ULL << 32); pa += 1ULL << 21)
+		map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx);
+	for (int i = 0; i < memblock.memory.cnt; i++) {
+		phys_addr_t b = ALIGN_DOWN(memblock.memory.r[i].base, 1ULL << 21);
+		phys_addr_t e = ALIGN_UP(memblock.memory.r[i].base + memblock.memory.r[i].size, 1ULL << 21);
+		for (phys_addr_t pa = MAX(b, 1ULL << 32); pa < e && pa < top; pa += 1ULL << 21)
+			map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx);
+	}
+
+	map_kernel_range(__text_start, __text_end, 0);
+	map_kernel_range(__rodata_start, __rodata_end, nx);
+	map_kernel_range(__data_start, __kernel_end, RW | nx);
+
+	write_cr3(kernel_pml4_pa);
+	tables_live = true;
+	kernel_pml4 = __va(kernel_pml4_pa);
+}
+
+u64 map_cpu_stacks(unsigned cpu, u64 ist_tops[3])
+{
+	/* slot: [guard][kernel stack][guard][DF][guard][NMI][guard][MC] */
+	u64 va = STACK_AREA_BASE + cpu * STACK_SLOT_SIZE;
+	u64 nx = boot_cpu.nx ? NX : 0;
+	u64 sizes[4] = { KSTACK_SIZE, ISTACK_SIZE, ISTACK_SIZE, ISTACK_SIZE };
+	u64 tops[4];
+	for (int s = 0; s < 4; s++) {
+		va += PAGE_SIZE;	/* guard page: left unmapped */
+		phys_addr_t pa = memblock_alloc(sizes[s], PAGE_SIZE);
+		if (!pa)
+			panic("no memory for CPU %u stacks", cpu);
+		for (u64 off = 0; off < sizes[s]; off += PAGE_SIZE)
+			map_4k(va + off, pa + off, RW | nx);
+		va += sizes[s];
+		tops[s] = va;
+	}
+	ist_tops[0] = tops[1];
+	ist_tops[1] = tops[2];
+	ist_tops[2] = tops[3];
+	return tops[0];
+}
+
+u64 cpu_stack_guard(unsigned cpu)
+{
+	return STACK_AREA_BASE + cpu * STACK_SLOT_SIZE;
+}

@@ -1,0 +1,31 @@
+/*
+ * The kernel half of every address space, built once at boot by the boot CPU:
+ *   DIRECT_MAP_BASE + pa   all of 0..4 GiB and all RAM above it, 2 MiB pages, RW, NX
+ *   KERNEL_VIRT_BASE + pa  the kernel image with 4 KiB pages: text RX, rodata R+NX,
+ *                          data/bss RW+NX
+ *   STACK_AREA_BASE        per-CPU kernel and IST stacks, each with an unmapped guard
+ *                          page below it, so an overflow faults instead of corrupting
+ * Kernel mappings are global (CR4.PGE) when the CPU supports it. PML4 entries 256..511
+ * never change after boot, so every mm copies them.
+ */
+#ifndef BAREMM_DIRECT_MAP_H
+#define BAREMM_DIRECT_MAP_H
+
+#include "kernel/types.h"
+
+#define STACK_AREA_BASE 0xffffc90000000000UL
+#define STACK_SLOT_SIZE (128UL * 1024)
+#define KSTACK_SIZE (32UL * 1024)
+#define ISTACK_SIZE (8UL * 1024)
+
+extern u64 *kernel_pml4;	/* kernel-virtual pointer to the kernel PML4 */
+extern phys_addr_t kernel_pml4_pa;
+
+/* Build the tables (page-table pages and stacks come from memblock) and load them. */
+void direct_map_init(void);
+/* Map stacks for @cpu; returns the kernel stack top and fills the IST tops. */
+u64 map_cpu_stacks(unsigned cpu, u64 ist_tops[3]);
+/* Guard page address below @cpu's kernel stack (tests). */
+u64 cpu_stack_guard(unsigned cpu);
+
+#endif
