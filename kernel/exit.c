@@ -24,7 +24,9 @@ void kernel_exit(enum exit_status s)
 	if (atomic_xchg(&exiting, 1))
 		halt_forever();
 	printk("BAREMM-END status=%s results=%u\n", exit_status_name(s), bench_results_printed);
-	outl(0xf4, (u32)s);	/* QEMU isa-debug-exit: does not return */
+	outl(0xf4, (u32)s);	/* QEMU isa-debug-exit: QEMU quits shortly after this write */
+	for (int i = 0; i < 10000000; i++)
+		__builtin_ia32_pause();
 	printk("baremm: run finished (status %s); no debug-exit device, halting.\n", exit_status_name(s));
 	halt_forever();
 }

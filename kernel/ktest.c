@@ -7,6 +7,8 @@
 #include "kernel/string.h"
 #include "kernel/percpu.h"
 #include "kernel/options.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/tsc.h"
 
 static char test_fullname(const struct ktest *t, char *buf, size_t len)
 {
@@ -39,35 +41,40 @@ void ktest_list(void)
 		printk("test %s.%s%s\n", t->suite, t->name, t->min_cpus > 1 ? " (smp)" : "");
 }
 
-/* A suite is a maximal run of consecutive tests with the same suite name in link order;
- * tests of one suite live in one file, so this groups them. */
+static bool suite_seen_before(const struct ktest *t, const char *glob)
+{
+	for (const struct ktest *u = __start_baremm_tests; u < t; u++)
+		if (selected(u, glob) && !strcmp(u->suite, t->suite))
+			return true;
+	return false;
+}
+
+/* Suites are listed in order of first appearance; each runs every selected test that
+ * carries its name, wherever the linker placed it. */
 int ktest_run(const char *glob)
 {
 	const struct ktest *t, *start = __start_baremm_tests, *end = __stop_baremm_tests;
 	int nsuites = 0, pass = 0, fail = 0, skip = 0;
-	for (t = start; t < end; t++) {
-		if (!selected(t, glob))
-			continue;
-		if (t == start || strcmp(t->suite, (t - 1)->suite) || !selected(t - 1, glob))
+	for (t = start; t < end; t++)
+		if (selected(t, glob) && !suite_seen_before(t, glob))
 			nsuites++;
-	}
 	printk("KTAP version 1\n1..%d\n", nsuites);
 	int suite_no = 0;
-	for (t = start; t < end;) {
-		if (!selected(t, glob)) {
-			t++;
+	for (const struct ktest *s = start; s < end; s++) {
+		if (!selected(s, glob) || suite_seen_before(s, glob))
 			continue;
-		}
-		const struct ktest *s = t;
 		int n = 0;
-		for (const struct ktest *u = s; u < end && !strcmp(u->suite, s->suite) && selected(u, glob); u++)
-			n++;
+		for (t = s; t < end; t++)
+			n += selected(t, glob) && !strcmp(t->suite, s->suite);
 		printk("    KTAP version 1\n    # Subtest: %s\n    1..%d\n", s->suite, n);
-		int suite_fail = 0;
-		for (int i = 0; i < n; i++, t++) {
+		int suite_fail = 0, i = 0;
+		for (t = s; t < end; t++) {
+			if (!selected(t, glob) || strcmp(t->suite, s->suite))
+				continue;
+			i++;
 			struct ktest_ctx kt = { 0, false, NULL };
 			if (nr_cpu_ids < t->min_cpus) {
-				printk("    ok %d %s # SKIP needs %u CPUs, %u online\n", i + 1, t->name,
+				printk("    ok %d %s # SKIP needs %u CPUs, %u online\n", i, t->name,
 				       t->min_cpus, nr_cpu_ids);
 				skip++;
 				continue;
@@ -75,17 +82,19 @@ int ktest_run(const char *glob)
 			char doing[96];
 			snprintf(doing, sizeof(doing), "test %s.%s", t->suite, t->name);
 			set_doing(doing);
+			u64 t0 = rdtsc();
 			t->fn(&kt);
+			printk("        # %s took %lu ms\n", t->name, (unsigned long)(cycles_to_ns(rdtsc() - t0) / 1000000));
 			set_doing("tests");
 			if (kt.failures) {
-				printk("    not ok %d %s\n", i + 1, t->name);
+				printk("    not ok %d %s\n", i, t->name);
 				fail++;
 				suite_fail++;
 			} else if (kt.skipped) {
-				printk("    ok %d %s # SKIP %s\n", i + 1, t->name, kt.skip_reason);
+				printk("    ok %d %s # SKIP %s\n", i, t->name, kt.skip_reason);
 				skip++;
 			} else {
-				printk("    ok %d %s\n", i + 1, t->name);
+				printk("    ok %d %s\n", i, t->name);
 				pass++;
 			}
 		}

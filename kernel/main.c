@@ -211,6 +211,7 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 static void kernel_main_on_stack(void)
 {
 	cpu_init_common(0);
+	cpumask_set_cpu_atomic(0, &cpu_online_mask);
 	watchdog_init();
 	watchdog_cpu_init();
 	smp_init_calls();

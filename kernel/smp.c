@@ -302,18 +302,85 @@ void smp_init_calls(void)
 	set_irq_handler(VEC_CALL_FUNCTION, call_function_interrupt);
 }
 
-/* Idle: sleep until an interrupt (a cross-CPU call or the watchdog tick), serve it. */
+/* ---- thread-context work on idle CPUs ---- */
+
+struct cpu_work {
+	void (*fn)(void *arg);
+	void *arg;
+	volatile u32 pending;
+} __cacheline_aligned;
+static struct cpu_work cpu_work[NR_CPUS];
+
+static void wake_noop(void *info)
+{
+	(void)info;
+}
+
+void smp_run_parallel(const cpumask_t *mask, void (*fn)(void *arg), void *arg)
+{
+	unsigned me = smp_processor_id(), cpu;
+	for_each_cpu(cpu, mask) {
+		if (cpu == me || !cpumask_test_cpu(cpu, &cpu_online_mask))
+			continue;
+		struct cpu_work *w = &cpu_work[cpu];
+		BUG_ON(w->pending);
+		w->fn = fn;
+		w->arg = arg;
+		atomic_store_release(&w->pending, 1);
+		smp_call_function_single(cpu, wake_noop, NULL, false);
+	}
+	if (cpumask_test_cpu(me, mask))
+		fn(arg);
+	for_each_cpu(cpu, mask) {
+		if (cpu == me || !cpumask_test_cpu(cpu, &cpu_online_mask))
+			continue;
+		while (atomic_load_acquire(&cpu_work[cpu].pending)) {
+			smp_call_queue_drain();
+			cpu_relax();
+		}
+	}
+}
+
+void smp_barrier_init(struct smp_barrier *b, u32 n)
+{
+	b->count = 0;
+	b->sense = 0;
+	b->n = n;
+}
+
+void smp_barrier_wait(struct smp_barrier *b)
+{
+	u32 sense = atomic_load_acquire(&b->sense);
+	if (atomic_add_return(&b->count, 1) == b->n) {
+		atomic_store_relaxed(&b->count, 0);
+		atomic_store_release(&b->sense, sense ^ 1);
+		return;
+	}
+	while (atomic_load_acquire(&b->sense) == sense) {
+		smp_call_queue_drain();
+		cpu_relax();
+	}
+}
+
+/* Idle: sleep until an interrupt (a cross-CPU call or the watchdog tick), serve it, and
+ * run thread-context work handed over by smp_run_parallel. */
 __noreturn void cpu_idle_loop(void)
 {
 	struct percpu *pc = this_cpu();
+	struct cpu_work *w = &cpu_work[pc->cpu];
 	for (;;) {
 		pc->doing = "idle";
 		__asm__ __volatile__("cli");
-		if (!READ_ONCE(call_queue[pc->cpu]))
+		if (!READ_ONCE(call_queue[pc->cpu]) && !atomic_load_acquire(&w->pending))
 			safe_halt();	/* sti; hlt: no lost wake-up between the check and the halt */
 		else
 			local_irq_enable();
 		smp_call_queue_drain();
+		if (atomic_load_acquire(&w->pending)) {
+			pc->doing = "parallel work";
+			w->fn(w->arg);
+			atomic_store_release(&w->pending, 0);
+		}
 		pc->heartbeat++;
 	}
 }

@@ -38,6 +38,22 @@ struct smp_call_batch;
 struct smp_call_batch *smp_call_send_many(const cpumask_t *mask, smp_call_func_t func, void *info);
 void smp_call_wait(struct smp_call_batch *b);
 
+/*
+ * Run fn(arg) on every CPU in @mask at once in thread context (interrupts enabled, free
+ * to make waiting cross-CPU calls), the caller included when it is in @mask; returns when
+ * all are done. The other CPUs must be idle (in cpu_idle_loop). Boot CPU only.
+ */
+void smp_run_parallel(const cpumask_t *mask, void (*fn)(void *arg), void *arg);
+
+/* Sense-reversing barrier for @n CPUs (benchmarks start every CPU together). */
+struct smp_barrier {
+	volatile u32 count;
+	volatile u32 sense;
+	u32 n;
+};
+void smp_barrier_init(struct smp_barrier *b, u32 n);
+void smp_barrier_wait(struct smp_barrier *b);
+
 struct madt_info;
 /* Boot CPU, in order: assign logical ids from the MADT and map every CPU's stacks
  * (before the page allocator owns memory); install the call IPI handler; start the APs. */
