@@ -16,6 +16,7 @@ DEFINE_OPTION_UINT(opt_call_timeout, "call_timeout", 20, 1, 3600,
 
 static u64 deadline_tsc, boot_tsc;
 static u32 timer_ticks_per_100ms;
+static u64 tick_tsc;		/* TSC-deadline mode: TSC ticks between watchdog ticks */
 static int fired;
 
 u64 watchdog_call_timeout_cycles(void)
@@ -59,6 +60,8 @@ void watchdog_check(void)
 static void watchdog_tick(void)
 {
 	this_cpu()->heartbeat++;
+	if (tick_tsc)
+		apic_timer_arm_deadline(rdtsc() + tick_tsc);
 	watchdog_check();
 }
 
@@ -66,15 +69,23 @@ void watchdog_init(void)
 {
 	boot_tsc = rdtsc();
 	deadline_tsc = boot_tsc + opt_timeout * tsc_khz * 1000;
+	set_irq_handler(VEC_WATCHDOG, watchdog_tick);
+	if (boot_cpu.tsc_deadline) {
+		tick_tsc = tsc_khz * 100;	/* 100 ms */
+		return;
+	}
 	u64 hz = apic_timer_calibrate();
 	timer_ticks_per_100ms = (u32)MIN(hz / 10, 0xffffffffULL);
 	if (!timer_ticks_per_100ms)
 		timer_ticks_per_100ms = 100000;
-	set_irq_handler(VEC_WATCHDOG, watchdog_tick);
 }
 
 void watchdog_cpu_init(void)
 {
-	if (timer_ticks_per_100ms)
+	if (tick_tsc) {
+		apic_timer_deadline_mode(VEC_WATCHDOG);
+		apic_timer_arm_deadline(rdtsc() + tick_tsc);
+	} else if (timer_ticks_per_100ms) {
 		apic_timer_periodic(VEC_WATCHDOG, timer_ticks_per_100ms);
+	}
 }

@@ -109,26 +109,52 @@ void apic_timer_periodic(u8 vector, u32 ticks)
 	apic_write(APIC_TIMER_INIT, ticks);
 }
 
+void apic_timer_deadline_mode(u8 vector)
+{
+	apic_write(APIC_LVT_TIMER, (2u << 17) | vector);
+	/* SDM: a WRMSR to IA32_TSC_DEADLINE after switching the mode must be ordered */
+	__asm__ __volatile__("mfence" ::: "memory");
+}
+
+void apic_timer_arm_deadline(u64 tsc)
+{
+	wrmsr(MSR_TSC_DEADLINE, tsc);
+}
+
 void apic_timer_stop(void)
 {
 	apic_write(APIC_LVT_TIMER, 1u << 16);
 	apic_write(APIC_TIMER_INIT, 0);
 }
 
+static volatile u64 calib_fired_tsc;
+
+static void calib_irq(void)
+{
+	calib_fired_tsc = rdtsc();
+}
+
+/* Interrupt-based: arm a one-shot count and time its interrupt with the TSC. Reading
+ * the current-count register instead is not possible through the x2APIC MSR under
+ * QEMU -icount ("Bad icount read"). Boot CPU, interrupts off on entry and exit. */
 u64 apic_timer_calibrate(void)
 {
+	const u32 count = 0x100000;
+	set_irq_handler(VEC_CALIBRATE, calib_irq);
+	calib_fired_tsc = 0;
 	apic_write(APIC_TIMER_DIV, 0x3);
-	apic_write(APIC_LVT_TIMER, 1u << 16);	/* masked, one-shot */
-	apic_write(APIC_TIMER_INIT, 0xffffffff);
+	apic_write(APIC_LVT_TIMER, VEC_CALIBRATE);	/* one-shot, unmasked */
 	u64 t0 = rdtsc();
-	u64 wait = tsc_khz * 10;		/* 10 ms of TSC */
-	while (rdtsc() - t0 < wait)
-		__builtin_ia32_pause();
-	u32 cur = apic_read(APIC_TIMER_CUR);
-	u64 elapsed = rdtsc() - t0;
-	apic_write(APIC_TIMER_INIT, 0);
-	u64 ticks = 0xffffffffULL - cur;
-	return elapsed ? ticks * tsc_khz * 1000 / elapsed : 0;
+	apic_write(APIC_TIMER_INIT, count);
+	while (!calib_fired_tsc) {
+		__asm__ __volatile__("sti; hlt; cli" ::: "memory");
+		if (rdtsc() - t0 > tsc_khz * 5000)	/* 5 s: no timer interrupt at all */
+			break;
+	}
+	apic_write(APIC_LVT_TIMER, 1u << 16);
+	set_irq_handler(VEC_CALIBRATE, NULL);
+	u64 elapsed = calib_fired_tsc ? calib_fired_tsc - t0 : 0;
+	return elapsed ? (u64)count * tsc_khz * 1000 / elapsed : 0;
 }
 
 const char *apic_mode_name(void)

@@ -21,6 +21,11 @@ void apic_send_sipi(u32 apic_id, u8 page);
 /* Periodic APIC timer on this CPU: @vector every @ticks timer ticks (divide by 16). */
 void apic_timer_periodic(u8 vector, u32 ticks);
 void apic_timer_stop(void);
+/* TSC-deadline mode (CPUID.1:ECX[24]): the timer fires when the TSC reaches the value
+ * written; no calibration and no read of the current count (which QEMU cannot serve
+ * under -icount through the x2APIC MSR). */
+void apic_timer_deadline_mode(u8 vector);
+void apic_timer_arm_deadline(u64 tsc);
 /* Measure the APIC timer frequency (ticks/s after divide-by-16) against the TSC. */
 u64 apic_timer_calibrate(void);
 const char *apic_mode_name(void);

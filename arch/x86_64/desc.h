@@ -20,7 +20,7 @@
 /* Vectors used by the kernel */
 #define VEC_CALL_FUNCTION 0xf0	/* cross-CPU function call IPI */
 #define VEC_WATCHDOG 0xef	/* APIC timer on the boot CPU */
-#define VEC_STOP 0xf1		/* panic: stop other CPUs (sent as NMI too) */
+#define VEC_CALIBRATE 0xee	/* APIC timer calibration, boot only */
 #define VEC_SPURIOUS 0xff
 
 /* Load this CPU's GDT/TSS (with IST stack tops) and the shared IDT. */

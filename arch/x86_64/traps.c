@@ -21,13 +21,6 @@ void dump_backtrace(u64 rbp);
 extern bool smp_stopping;
 
 struct fault_expect fault_expect[NR_CPUS];
-
-/* TEMPORARY until mm/fault.c lands: no fault is resolved. */
-__attribute__((weak)) bool do_page_fault(struct pt_regs *regs, u64 error_code, u64 addr)
-{
-	(void)regs; (void)error_code; (void)addr;
-	return false;
-}
 static irq_handler_t irq_handlers[256];
 
 static const char *const vector_names[32] = {

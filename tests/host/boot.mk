@@ -1,0 +1,4 @@
+HOST_TESTS += options multiboot2 memblock
+options_SRCS := tests/host/test_options.c kernel/options.c kernel/string.c
+multiboot2_SRCS := tests/host/test_multiboot2.c kernel/multiboot2.c kernel/string.c
+memblock_SRCS := tests/host/test_memblock.c mm/memblock.c

@@ -1,0 +1,100 @@
+/* Host tests of the boot option parser: valid and invalid command lines. */
+#include "htest.h"
+#include "kernel/options.h"
+
+DEFINE_OPTION_UINT(t_num, "num", 5, 1, 100, "a number");
+DEFINE_OPTION_BOOL(t_flag, "flag", false, "a flag");
+DEFINE_OPTION_ENUM(t_mode, "mode", 1, "a mode", "alpha", "beta", "gamma");
+DEFINE_VARIANT_ENUM(t_var, "var", 0, "a variant", "x", "y");
+DEFINE_OPTION_STRING(t_str, "str", "dflt", "a string");
+DEFINE_OPTION_UINT(t_big, "big", 0, 0, ~0ULL, "any number");
+
+static char err[OPT_ERRLEN];
+static bool help;
+
+static int parse(const char *line)
+{
+	static char buf[512];
+	options_reset();
+	snprintf(buf, sizeof(buf), "%s", line);
+	err[0] = 0;
+	return options_parse(buf, &help, err, sizeof(err));
+}
+
+HTEST(defaults_when_empty)
+{
+	HT_EXPECT_EQ(parse(""), 0);
+	HT_EXPECT_EQ(t_num, 5);
+	HT_EXPECT(!t_flag);
+	HT_EXPECT_EQ(t_mode, 1);
+	HT_EXPECT(!strcmp(t_str, "dflt"));
+	HT_EXPECT(!help);
+}
+
+HTEST(valid_values)
+{
+	HT_ASSERT(parse("num=42 flag=on mode=gamma var=y str=hello big=0x10") == 0);
+	HT_EXPECT_EQ(t_num, 42);
+	HT_EXPECT(t_flag);
+	HT_EXPECT_EQ(t_mode, 2);
+	HT_EXPECT_EQ(t_var, 1);
+	HT_EXPECT(!strcmp(t_str, "hello"));
+	HT_EXPECT_EQ(t_big, 16);
+	HT_ASSERT(parse("  big=2M\tflag=0  ") == 0);
+	HT_EXPECT_EQ(t_big, 2u << 20);
+	HT_EXPECT(!t_flag);
+}
+
+HTEST(kernel_path_first_word_and_help)
+{
+	HT_EXPECT_EQ(parse("/boot/baremm.elf num=7 help"), 0);
+	HT_EXPECT_EQ(t_num, 7);
+	HT_EXPECT(help);
+}
+
+HTEST(unknown_key_is_named)
+{
+	HT_EXPECT(parse("num=3 nosuchoption=1") != 0);
+	HT_EXPECT(strstr(err, "nosuchoption") != NULL);
+	HT_EXPECT(strstr(err, "unknown") != NULL);
+}
+
+HTEST(malformed_and_out_of_range)
+{
+	HT_EXPECT(parse("num=abc") != 0);
+	HT_EXPECT(strstr(err, "num") && strstr(err, "1..100"));
+	HT_EXPECT(parse("num=0") != 0);
+	HT_EXPECT(strstr(err, "out of range"));
+	HT_EXPECT(parse("num=101") != 0);
+	HT_EXPECT(parse("num=") != 0);
+	HT_EXPECT(parse("num=99999999999999999999999") != 0);	/* overflow */
+	HT_EXPECT(parse("flag=maybe") != 0);
+	HT_EXPECT(strstr(err, "on|off"));
+	HT_EXPECT(parse("mode=delta") != 0);
+	HT_EXPECT(strstr(err, "alpha|beta|gamma"));
+	HT_EXPECT(parse("str=") != 0);
+	HT_EXPECT(parse("justaword") != 0);
+	HT_EXPECT(strstr(err, "justaword"));
+	HT_EXPECT(parse("num=1 num=2") != 0);
+	HT_EXPECT(strstr(err, "twice"));
+	HT_EXPECT(parse("=5") != 0);
+}
+
+HTEST(variant_flag_and_lookup)
+{
+	struct option_desc *o = option_find("var", 3);
+	HT_ASSERT(o != NULL);
+	HT_EXPECT(o->variant);
+	HT_EXPECT(!option_find("mode", 4)->variant);
+	char e[OPT_ERRLEN];
+	HT_EXPECT_EQ(option_set(o, "y", 1, e, sizeof(e)), 0);
+	HT_EXPECT_EQ(t_var, 1);
+	char v[32];
+	option_format_value(o, v, sizeof(v));
+	HT_EXPECT(!strcmp(v, "y"));
+}
+
+int main(void)
+{
+	return htest_main("options");
+}
