@@ -1,0 +1,154 @@
+import unittest
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import read, data  # noqa: E402  (also puts tools/ on sys.path)
+from baremm_lib import logparse, runner
+
+
+class MachineAndNoiseTest(unittest.TestCase):
+    def test_firmware_noise_skipped(self):
+        p = logparse.parse_log(read("tests_pass_bios.log"))
+        self.assertEqual(p["errors"], [])
+        self.assertEqual(p["warnings"], [])
+        m = p["machine"]
+        self.assertEqual(m["cpu_model"], "QEMU TCG CPU version 2.5+")
+        self.assertEqual(m["tsc_khz"], 2100000)
+        self.assertEqual(m["cpus"], 2)
+        self.assertEqual(m["apic"], "x2apic")
+        self.assertEqual(m["cmdline"], "tests=*")
+        self.assertEqual(p["status"], "pass")
+        self.assertGreater(p["kernel_start_line"], 5)
+
+    def test_ovmf_noise(self):
+        p = logparse.parse_log(read("tests_fail_uefi.log"))
+        self.assertEqual(p["machine"]["mem_mib"], 6144)
+        self.assertEqual(p["errors"], [])
+
+    def test_clean_line(self):
+        self.assertEqual(logparse.clean_line("\x1b[2J\x1b[01;01HBAREMM-END x=1\r"),
+                         "BAREMM-END x=1")
+        self.assertEqual(logparse.clean_line("abc\rdef"), "def")
+        self.assertEqual(logparse.clean_line("\x1bcSeaBIOS"), "SeaBIOS")
+
+    def test_glued_first_line(self):
+        log = ("Booting `baremm'...BAREMM-MACHINE cpus=1 cpu_model=\"a b\"\n"
+               "BAREMM-END status=pass results=0\n")
+        p = logparse.parse_log(log)
+        self.assertEqual(p["machine"], {"cpus": 1, "cpu_model": "a b"})
+
+    def test_kv_quotes(self):
+        kv = logparse.parse_kv('a=1 b="x y \\"z\\"" c= d=e')
+        self.assertEqual(kv, {"a": "1", "b": 'x y "z"', "c": "", "d": "e"})
+        with self.assertRaises(logparse.ParseError):
+            logparse.parse_kv("a=1 b")
+        with self.assertRaises(logparse.ParseError):
+            logparse.parse_kv('a="unterminated')
+        with self.assertRaises(logparse.ParseError):
+            logparse.parse_kv("a=1 a=2")
+
+
+class ResultTest(unittest.TestCase):
+    def test_good(self):
+        p = logparse.parse_log(read("bench_ab.log"))
+        self.assertEqual(p["errors"], [])
+        self.assertEqual(len(p["results"]), 4)
+        r = p["results"][0]
+        self.assertEqual(r["bench"], "smp.call_one")
+        self.assertEqual(r["variant"], "tlb_ceiling:33")
+        self.assertEqual(r["variants"], {"tlb_ceiling": "33"})
+        self.assertEqual(r["cpus"], 2)
+        self.assertEqual(r["runs"], 5)
+        self.assertEqual(r["median"], 1020)
+        self.assertEqual(r["mean"], 1024.4)
+        self.assertEqual(r["pstddev"], 0.98)
+        self.assertEqual(r["median_ns"], 485.71)
+        self.assertEqual(r["events"], {"ipi_sent": 1, "call_run": 1})
+        self.assertEqual(r["samples"], [1015, 1020, 1040, 1018, 1029])
+        self.assertIsNone(p["results"][2]["samples"])
+        self.assertEqual(p["results"][3]["median"], 25.25)
+        self.assertEqual(p["info"][0]["desc"], "empty synchronous cross-CPU call to one CPU")
+        self.assertEqual(p["end"]["results"], 4)
+
+    def test_malformed(self):
+        p = logparse.parse_log(read("bench_malformed.log"))
+        # only the one good line yields figures
+        self.assertEqual(len(p["results"]), 1)
+        self.assertEqual(p["results"][0]["bench"], "smp.call_one")
+        by_line = {e["line"]: e["message"] for e in p["errors"]}
+        self.assertIn("not a number", by_line[16])
+        self.assertIn("malformed key=value", by_line[17])
+        self.assertIn("missing mean", by_line[18])
+        self.assertIn("results=4 but 1", by_line[19])
+
+    def test_truncated_last_line(self):
+        p = logparse.parse_log(read("bench_truncated.log"))
+        self.assertTrue(p["truncated"])
+        self.assertEqual(len(p["results"]), 1)
+        msgs = " | ".join(e["message"] for e in p["errors"])
+        self.assertIn("line 16 is incomplete", msgs)
+        self.assertIn("truncated", msgs)
+        self.assertEqual(p["status"], "no_status")
+
+    def test_missing_end(self):
+        p = logparse.parse_log(read("bench_noend.log"))
+        self.assertTrue(p["truncated"])
+        self.assertEqual(len(p["results"]), 1)
+        self.assertTrue(any("no BAREMM-END" in e["message"] for e in p["errors"]))
+
+    def test_interleaved_tag_is_error(self):
+        log = ("BAREMM-MACHINE cpus=1\n"
+               "    ok 1 fooBAREMM-RESULT bench=a.b variant=default cpus=1 metric=m unit=ns "
+               "runs=1 median=1 mean=1 stddev=0 pstddev=0 min=1 max=1\n"
+               "BAREMM-END status=pass results=1\n")
+        p = logparse.parse_log(log)
+        self.assertEqual(p["results"], [])
+        self.assertTrue(any("middle of a line" in e["message"] for e in p["errors"]))
+
+    def test_integer_fields(self):
+        log = ("BAREMM-RESULT bench=a.b variant=default cpus=1.5 metric=m unit=ns runs=1 "
+               "median=1 mean=1 stddev=0 pstddev=0 min=1 max=1\nBAREMM-END status=pass "
+               "results=1\n")
+        p = logparse.parse_log(log)
+        self.assertEqual(p["results"], [])
+        self.assertTrue(any("not an integer" in e["message"] for e in p["errors"]))
+
+    def test_bad_variant(self):
+        with self.assertRaises(logparse.ParseError):
+            logparse.parse_variant("rmapbatch")
+        self.assertEqual(logparse.parse_variant("a:1,b:x:y"), {"a": "1", "b": "x:y"})
+        self.assertEqual(logparse.parse_variant("default"), {})
+
+    def test_unknown_end_status(self):
+        p = logparse.parse_log("BAREMM-END status=great results=0\n")
+        self.assertTrue(p["truncated"])
+        self.assertTrue(any("unknown status" in e["message"] for e in p["errors"]))
+
+    def test_bad_option(self):
+        p = logparse.parse_log(read("bad_option.log"))
+        self.assertEqual(p["status"], "bad_option")
+        self.assertEqual(p["option_errors"][0]["option"], "nosuchoption")
+        self.assertEqual(logparse.option_name(" option 'x_y': unknown"), "x_y")
+        self.assertEqual(logparse.option_name(" tlb_ceiling=abc: not a number"), "tlb_ceiling")
+
+    def test_panic_backtrace(self):
+        p = logparse.parse_log(read("panic.log"))
+        self.assertEqual(p["status"], "panic")
+        self.assertEqual(len(p["panics"]), 1)
+        self.assertIn("BUG_ON", p["panics"][0]["text"])
+        self.assertEqual([f["addr"] for f in p["panics"][0]["backtrace"]],
+                         ["ffffffff80204a1c", "ffffffff80205b10", "ffffffff80201234"])
+
+    def test_record_from_log_exit(self):
+        rec, _ = runner.record_from_log(data("bench_truncated.log"))
+        self.assertEqual(rec["tool_exit"], 18)
+        rec, _ = runner.record_from_log(data("tests_pass_bios.log"))
+        self.assertEqual(rec["tool_exit"], 0)
+        rec, _ = runner.record_from_log(data("tests_fail_uefi.log"))
+        self.assertEqual(rec["tool_exit"], 11)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,159 @@
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ROOT, data  # noqa: E402
+from baremm_lib import cfg, runner, status, testrun  # noqa: E402
+
+
+class ExitCodeTest(unittest.TestCase):
+    def test_qemu_codes(self):
+        expect = {33: "pass", 35: "test_failed", 37: "bad_option", 39: "panic", 41: "watchdog",
+                  43: "bench_error", 0: "no_status", 1: "no_status", 32: "no_status",
+                  -9: "no_status"}
+        for code, name in expect.items():
+            self.assertEqual(status.qemu_exit_to_status(code), name, code)
+        self.assertEqual(status.qemu_exit_to_status(33, timed_out=True), "host_timeout")
+
+    def test_tool_exit_distinct(self):
+        codes = [status.tool_exit(s) for s in status.ALL_STATUSES]
+        self.assertEqual(codes[0], 0)
+        self.assertEqual(len(set(codes)), len(codes))
+        self.assertNotIn(status.EXIT_USAGE, codes)
+        self.assertNotIn(status.EXIT_LOG_ERROR, codes)
+        self.assertNotIn(status.EXIT_TOOL_ERROR, codes)
+        self.assertEqual(status.tool_exit("panic"), 13)
+
+    def test_parse_exit_status(self):
+        tool = os.path.join(ROOT, "tools", "baremm")
+        for name, code in (("tests_pass_bios.log", 0), ("tests_fail_uefi.log", 11),
+                           ("bad_option.log", 12), ("panic.log", 13),
+                           ("bench_truncated.log", 18), ("bench_malformed.log", 18)):
+            r = subprocess.run([sys.executable, tool, "parse", data(name)], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, code, name + r.stdout + r.stderr)
+        r = subprocess.run([sys.executable, tool, "parse", data("bench_truncated.log")],
+                           capture_output=True, text=True)
+        self.assertIn("TRUNCATED", r.stdout)
+
+
+class CfgTest(unittest.TestCase):
+    def test_parse(self):
+        text = """# comment
+[a]
+cmdline=tests=* x=#1
+smp=4
+mem=6G
+cpu=qemu64
+firmware=uefi
+icount=yes
+timeout=200
+groups=quick tests
+
+; another comment
+[b]
+cmdline=nosuchoption=1
+expect=bad_option
+expect_output=^BAREMM-ERROR option:.*nosuchoption
+"""
+        es = cfg.parse(text)
+        self.assertEqual([e["name"] for e in es], ["a", "b"])
+        a, b = es
+        self.assertEqual(a["cmdline"], "tests=* x=#1")
+        self.assertEqual((a["smp"], a["mem"], a["cpu"], a["firmware"]), (4, "6G", "qemu64", "uefi"))
+        self.assertTrue(a["icount"])
+        self.assertEqual(a["timeout"], 200)
+        self.assertEqual(a["groups"], ["quick", "tests"])
+        self.assertEqual(a["ktap"], "required")
+        self.assertEqual(b["expect"], "bad_option")
+        self.assertEqual(b["ktap"], "optional")
+        self.assertEqual(b["smp"], 1)
+        self.assertEqual([e["name"] for e in cfg.select(es, groups=["quick"])], ["a"])
+        self.assertEqual([e["name"] for e in cfg.select(es, names=["b"])], ["b"])
+        self.assertEqual(len(cfg.select(es)), 2)
+
+    def test_errors(self):
+        bad = ["smp=1\n", "[a]\nfoo=1\n", "[a]\n[a]\n", "[a]\nsmp=zero\n",
+               "[a]\nexpect=great\n", "[a]\nfirmware=coreboot\n", "[a]\nmem=lots\n",
+               "[a]\nexpect_output=(\n", "[a b]\n", "[a]\njunk\n"]
+        for text in bad:
+            with self.assertRaises(cfg.CfgError, msg=text):
+                cfg.parse(text)
+        try:
+            cfg.parse("[a]\nsmp=1\nfoo=2\n", "m.cfg")
+        except cfg.CfgError as e:
+            self.assertIn("m.cfg:3", str(e))
+
+    def test_project_matrix(self):
+        es = cfg.load(os.path.join(ROOT, "tests", "qemu", "matrix.cfg"))
+        names = [e["name"] for e in es]
+        self.assertIn("bad-option", names)
+        self.assertIn("watchdog", names)
+        tests = [e for e in es if e["cmdline"] == "tests=*"]
+        self.assertEqual({e["smp"] for e in tests}, {1, 2, 4})
+        self.assertTrue({"128M", "6G"} <= {e["mem"] for e in tests})
+        self.assertEqual({e["cpu"] for e in tests}, {"qemu64", "max"})
+        self.assertEqual({e["firmware"] for e in tests}, {"bios", "uefi"})
+        self.assertTrue(all(e["ktap"] == "required" for e in tests))
+        self.assertTrue(cfg.select(es, groups=["quick"]))
+        cfg.load(os.path.join(ROOT, "tests", "qemu", "suites.cfg"))
+
+
+class QemuCommandTest(unittest.TestCase):
+    def test_command(self):
+        with tempfile.TemporaryDirectory() as d:
+            argv = runner.build_command({"cmdline": "tests=* timeout=5", "smp": 4, "mem": "6G",
+                                         "cpu": "qemu64", "firmware": "bios", "accel": "tcg",
+                                         "icount": True}, d, iso="/x/baremm.iso")
+            s = " ".join(argv)
+            for part in ("-machine q35", "-cdrom /x/baremm.iso", "-boot d", "-no-reboot",
+                         "-device isa-debug-exit,iobase=0xf4,iosize=0x04", "-smp 4", "-m 6G",
+                         "-cpu qemu64", "-accel tcg", "-icount shift=0,sleep=off,align=off",
+                         "-fw_cfg name=opt/baremm/cmdline,file=" + d + "/cmdline.txt"):
+                self.assertIn(part, s)
+            with open(os.path.join(d, "cmdline.txt")) as f:
+                self.assertEqual(f.read(), "tests=* timeout=5")
+
+    def test_no_cmdline_no_fwcfg(self):
+        with tempfile.TemporaryDirectory() as d:
+            argv = runner.build_command({"cmdline": None}, d, iso="/x.iso")
+            self.assertNotIn("-fw_cfg", argv)
+
+    @unittest.skipUnless(os.path.exists(runner.OVMF_VARS), "OVMF not installed")
+    def test_uefi(self):
+        with tempfile.TemporaryDirectory() as d:
+            argv = runner.build_command({"firmware": "uefi"}, d, iso="/x.iso")
+            s = " ".join(argv)
+            self.assertIn("if=pflash,format=raw,readonly=on,file=" + runner.OVMF_CODE, s)
+            self.assertIn("if=pflash,format=raw,file=" + d + "/ovmf_vars.fd", s)
+            self.assertTrue(os.path.exists(os.path.join(d, "ovmf_vars.fd")))
+
+    def test_comma_escape(self):
+        self.assertEqual(runner.qemu_arg_path("/a,b"), "/a,,b")
+
+    def test_kvm_with_icount_refused(self):
+        if runner.kvm_usable():
+            with self.assertRaises(runner.ToolError):
+                runner.resolve_accel("kvm", icount=True)
+        else:
+            with self.assertRaises(runner.ToolError):
+                runner.resolve_accel("kvm")
+            self.assertEqual(runner.resolve_accel("auto"), "tcg")
+
+
+class UnittestOutputTest(unittest.TestCase):
+    def test_counts(self):
+        self.assertEqual(testrun.parse_unittest_output("...\nRan 12 tests in 0.1s\n\nOK\n"),
+                         (12, 0, 0))
+        self.assertEqual(testrun.parse_unittest_output(
+            "Ran 12 tests in 0.1s\n\nFAILED (failures=2, errors=1, skipped=3)\n"), (6, 3, 3))
+        self.assertEqual(testrun.parse_unittest_output(
+            "Ran 5 tests in 0.1s\n\nOK (skipped=1)\n"), (4, 0, 1))
+        self.assertIsNone(testrun.parse_unittest_output("Traceback ..."))
+
+
+if __name__ == "__main__":
+    unittest.main()

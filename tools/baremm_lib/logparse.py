@@ -1,0 +1,353 @@
+"""Parse a baremm serial log (see docs/OUTPUT.md for every line type).
+
+Firmware and GRUB output (ANSI escapes, CRs) before the kernel's first line is skipped.
+The parser never guesses: a malformed or incomplete line is an error with its line number
+and contributes no number; a log without BAREMM-END is reported as truncated.
+"""
+import re
+
+from . import ktap as ktapmod
+from .status import KERNEL_CODES
+
+ANSI_RE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"          # CSI ... final byte
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC ... BEL / ST
+    r"|\x1b[()*+][0-9A-Za-z]"           # charset selection
+    r"|\x1b[0-~]")                      # two-character sequences (ESC c, ESC M, ESC 7, ...)
+CTRL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+# The kernel's first line: the first line starting with one of these.
+KERNEL_START_RE = re.compile(r"^(?:BAREMM-[A-Z]+(?:\s|$)|KTAP version \d|PANIC|EXCEPTION)")
+# Kernel output glued to firmware noise on the same line (no newline in between).
+GLUED_RE = re.compile(r"(BAREMM-[A-Z]+\s|KTAP version \d)")
+
+TAG_RE = re.compile(r"^BAREMM-([A-Z]+)(?:\s+(.*))?$")
+KV_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_.\-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)(?=\s|$)')
+NUM_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
+INT_RE = re.compile(r"^[-+]?\d+$")
+MIDLINE_TAG_RE = re.compile(r"BAREMM-(?:RESULT|END|SAMPLES|MACHINE|INFO)\b")
+FRAME_RE = re.compile(r"^\s*\[<([0-9a-fA-F]{8,16})>\]")
+
+RESULT_REQUIRED = ("bench", "variant", "cpus", "metric", "unit", "runs", "median", "mean",
+                   "stddev", "pstddev", "min", "max")
+RESULT_INT = ("cpus", "runs")
+RESULT_FLOAT = ("median", "mean", "stddev", "pstddev", "min", "max", "median_ns")
+MACHINE_INT = ("tsc_khz", "mem_mib", "cpus")
+
+
+class ParseError(Exception):
+    pass
+
+
+def clean_line(raw):
+    """Strip ANSI escapes, carriage-return overwrites and control characters."""
+    s = raw.rstrip("\r")
+    s = ANSI_RE.sub("", s)
+    if "\r" in s:
+        parts = [p for p in s.split("\r") if p.strip()]
+        s = parts[-1] if parts else ""
+    return CTRL_RE.sub("", s)
+
+
+def parse_kv(text):
+    """Parse `key=value key2="quoted value" ...`; raise ParseError on anything else."""
+    out = {}
+    pos = 0
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t":
+            pos += 1
+        if pos >= n:
+            break
+        m = KV_RE.match(text, pos)
+        if not m:
+            frag = text[pos:pos + 30]
+            raise ParseError("malformed key=value at column %d: %r" % (pos + 1, frag))
+        key, val = m.group(1), m.group(2)
+        if val.startswith('"'):
+            val = re.sub(r'\\(.)', r'\1', val[1:-1])
+        if key in out:
+            raise ParseError("duplicate key %r" % key)
+        out[key] = val
+        pos = m.end()
+    return out
+
+
+def to_number(val, key, integer=False):
+    if integer:
+        if not INT_RE.match(val):
+            raise ParseError("%s=%r is not an integer" % (key, val))
+        return int(val)
+    if not NUM_RE.match(val):
+        raise ParseError("%s=%r is not a number" % (key, val))
+    f = float(val)
+    return int(f) if INT_RE.match(val) else f
+
+
+def parse_variant(s):
+    """`default` -> {}; `opt:val,opt2:val2` -> dict (insertion ordered)."""
+    if s == "default":
+        return {}
+    out = {}
+    for part in s.split(","):
+        if ":" not in part or not part.split(":", 1)[0]:
+            raise ParseError("variant=%r: expected 'default' or opt:val[,opt:val...]" % s)
+        k, v = part.split(":", 1)
+        if k in out:
+            raise ParseError("variant=%r names option %r twice" % (s, k))
+        out[k] = v
+    return out
+
+
+def parse_result(kv):
+    missing = [k for k in RESULT_REQUIRED if k not in kv]
+    if missing:
+        raise ParseError("BAREMM-RESULT is missing %s" % ", ".join(missing))
+    r = {"bench": kv["bench"], "variant": kv["variant"], "variants": parse_variant(kv["variant"]),
+         "metric": kv["metric"], "unit": kv["unit"]}
+    for k in RESULT_INT:
+        r[k] = to_number(kv[k], k, integer=True)
+    for k in RESULT_FLOAT:
+        if k in kv:
+            r[k] = to_number(kv[k], k)
+    events, extra = {}, {}
+    for k, v in kv.items():
+        if k.startswith("ev."):
+            if len(k) == 3:
+                raise ParseError("empty event name in %r" % k)
+            events[k[3:]] = to_number(v, k)
+        elif k not in r:
+            extra[k] = v
+    r["events"] = events
+    r["extra"] = extra
+    r["samples"] = None
+    if r["runs"] < 1:
+        raise ParseError("runs=%d: must be at least 1" % r["runs"])
+    if r["stddev"] < 0 or r["pstddev"] < 0:
+        raise ParseError("negative stddev")
+    return r
+
+
+def _check_result_consistency(r):
+    """Warnings (not errors): values out of order may come from printed rounding."""
+    w = []
+    if not (r["min"] <= r["median"] <= r["max"]):
+        w.append("median %s outside [min %s, max %s]" % (r["median"], r["min"], r["max"]))
+    if not (r["min"] <= r["mean"] <= r["max"]):
+        w.append("mean %s outside [min %s, max %s]" % (r["mean"], r["min"], r["max"]))
+    return w
+
+
+def figure_key(r):
+    return (r["bench"], r["metric"], r["cpus"], r["variant"])
+
+
+def figure_name(r, with_variant=True):
+    s = "%s.%s" % (r["bench"], r["metric"])
+    s += " cpus=%d" % r["cpus"]
+    if with_variant and r["variant"] != "default":
+        s += " [%s]" % r["variant"]
+    return s
+
+
+def parse_log(data, path=None):
+    """Parse serial output (bytes or str). Returns a plain dict (see docs/OUTPUT.md)."""
+    if isinstance(data, bytes):
+        text = data.decode("utf-8", errors="replace")
+    else:
+        text = data
+    raw_lines = text.split("\n")
+    complete_end = text.endswith("\n") or text == ""
+    if text.endswith("\n"):
+        raw_lines.pop()
+
+    out = {
+        "path": path,
+        "lines": len(raw_lines),
+        "kernel_start_line": None,
+        "machine": None,
+        "machine_line": None,
+        "results": [],
+        "samples": [],
+        "info": [],
+        "end": None,
+        "option_errors": [],
+        "kernel_errors": [],
+        "panics": [],
+        "truncated": False,
+        "errors": [],
+        "warnings": [],
+    }
+    errors, warnings = out["errors"], out["warnings"]
+    kernel_lines = []   # (line number, cleaned text) for the KTAP parser
+    started = False
+    last_panic = None
+    for idx, raw in enumerate(raw_lines):
+        ln = idx + 1
+        line = clean_line(raw)
+        partial = (idx == len(raw_lines) - 1) and not complete_end
+        if not started:
+            if KERNEL_START_RE.match(line):
+                started = True
+            else:
+                m = GLUED_RE.search(line)
+                if not m:
+                    continue
+                line = line[m.start():]
+                started = True
+            out["kernel_start_line"] = ln
+        if partial:
+            if line.startswith("BAREMM-END "):
+                try:
+                    kv = parse_kv(line[len("BAREMM-END "):])
+                    if "status" in kv and "results" in kv:
+                        warnings.append({"line": ln, "message": "last line has no newline"})
+                        partial = False
+                except ParseError:
+                    pass
+            if partial:
+                if line.strip():
+                    errors.append({"line": ln, "message": "line %d is incomplete (log ends in "
+                                   "the middle of it): %r" % (ln, line[:80])})
+                break
+        if out["end"] is not None and line.strip():
+            warnings.append({"line": ln, "message": "output after BAREMM-END ignored: %r"
+                             % line[:80]})
+            continue
+        kernel_lines.append((ln, line))
+        m = TAG_RE.match(line)
+        if m:
+            tag, rest = m.group(1), m.group(2) or ""
+            try:
+                _handle_tag(out, tag, rest, ln, line)
+            except ParseError as e:
+                errors.append({"line": ln, "message": "BAREMM-%s: %s" % (tag, e)})
+            continue
+        if line.startswith("BAREMM-"):
+            errors.append({"line": ln, "message": "garbled line: %r" % line[:80]})
+            continue
+        if MIDLINE_TAG_RE.search(line):
+            errors.append({"line": ln, "message": "BAREMM- tag in the middle of a line "
+                           "(interleaved or cut output): %r" % line[:80]})
+            continue
+        if line.startswith("PANIC") or line.startswith("EXCEPTION"):
+            last_panic = {"line": ln, "text": line, "backtrace": []}
+            out["panics"].append(last_panic)
+            continue
+        fm = FRAME_RE.match(line)
+        if fm and last_panic is not None:
+            last_panic["backtrace"].append({"line": ln, "addr": fm.group(1).lower(),
+                                            "text": line})
+    if out["kernel_start_line"] is None:
+        errors.append({"line": None, "message": "no kernel output found (no BAREMM-* or KTAP "
+                       "line after the firmware output)"})
+    if out["end"] is None:
+        out["truncated"] = True
+        errors.append({"line": len(raw_lines) or None,
+                       "message": "log is truncated: no BAREMM-END line (%d lines read)"
+                       % len(raw_lines)})
+    elif out["end"].get("results") is not None and out["end"]["results"] != len(out["results"]):
+        errors.append({"line": out["end"]["line"],
+                       "message": "BAREMM-END says results=%d but %d BAREMM-RESULT lines were "
+                       "parsed" % (out["end"]["results"], len(out["results"]))})
+    _attach_samples(out)
+    k = ktapmod.parse(kernel_lines)
+    out["ktap"] = k.to_dict()
+    out["ktap_obj"] = k
+    out["status"] = out["end"]["status"] if out["end"] else "no_status"
+    return out
+
+
+def _handle_tag(out, tag, rest, ln, line):
+    if tag == "ERROR":
+        # Free text after the tag: `BAREMM-ERROR option: <name> ...`
+        entry = {"line": ln, "text": rest}
+        if rest.startswith("option:"):
+            entry["option"] = option_name(rest[len("option:"):])
+            out["option_errors"].append(entry)
+        else:
+            out["kernel_errors"].append(entry)
+        return
+    kv = parse_kv(rest)
+    if tag == "MACHINE":
+        for k in MACHINE_INT:
+            if k in kv:
+                kv[k] = to_number(kv[k], k, integer=True)
+        if out["machine"] is not None:
+            out["warnings"].append({"line": ln, "message": "second BAREMM-MACHINE line ignored "
+                                    "(first at line %d)" % out["machine_line"]})
+            return
+        out["machine"] = kv
+        out["machine_line"] = ln
+    elif tag == "RESULT":
+        r = parse_result(kv)
+        r["line"] = ln
+        for w in _check_result_consistency(r):
+            out["warnings"].append({"line": ln, "message": w})
+        out["results"].append(r)
+    elif tag == "SAMPLES":
+        for k in ("bench", "variant", "metric", "values"):
+            if k not in kv:
+                raise ParseError("missing %s" % k)
+        vals = [v for v in kv["values"].split(",")]
+        if not kv["values"] or any(v == "" for v in vals):
+            raise ParseError("values=%r: empty value" % kv["values"])
+        s = {"bench": kv["bench"], "variant": kv["variant"], "metric": kv["metric"],
+             "values": [to_number(v, "values") for v in vals], "line": ln}
+        if "cpus" in kv:
+            s["cpus"] = to_number(kv["cpus"], "cpus", integer=True)
+        out["samples"].append(s)
+    elif tag == "INFO":
+        kv["line"] = ln
+        out["info"].append(kv)
+    elif tag == "END":
+        for k in ("status", "results"):
+            if k not in kv:
+                raise ParseError("missing %s" % k)
+        if kv["status"] not in KERNEL_CODES:
+            raise ParseError("unknown status %r" % kv["status"])
+        out["end"] = {"status": kv["status"], "results": to_number(kv["results"], "results",
+                                                                   integer=True), "line": ln}
+    else:
+        out["warnings"].append({"line": ln, "message": "unknown line type BAREMM-%s" % tag})
+
+
+def option_name(text):
+    """The option named by `BAREMM-ERROR option: ...`: the first word, or the word after
+    a leading `option`, without quotes, a trailing ':' or an '=value'."""
+    words = text.split()
+    if words and words[0] == "option" and len(words) > 1:
+        words = words[1:]
+    if not words:
+        return ""
+    w = words[0].rstrip(":").strip("'\"")
+    return w.split("=", 1)[0]
+
+
+def _attach_samples(out):
+    for s in out["samples"]:
+        matches = [r for r in out["results"]
+                   if r["bench"] == s["bench"] and r["variant"] == s["variant"]
+                   and r["metric"] == s["metric"] and ("cpus" not in s or r["cpus"] == s["cpus"])]
+        if not matches:
+            out["warnings"].append({"line": s["line"], "message": "BAREMM-SAMPLES matches no "
+                                    "BAREMM-RESULT line"})
+            continue
+        if len(matches) > 1:
+            out["warnings"].append({"line": s["line"], "message": "BAREMM-SAMPLES matches %d "
+                                    "results; attached to the first" % len(matches)})
+        r = matches[0]
+        r["samples"] = s["values"]
+        if len(s["values"]) != r["runs"]:
+            out["warnings"].append({"line": s["line"], "message": "%d samples but runs=%d"
+                                    % (len(s["values"]), r["runs"])})
+
+
+def public(parsed):
+    """The JSON-serializable part of a parse_log() result."""
+    return {k: v for k, v in parsed.items() if not k.endswith("_obj")}
+
+
+def parse_file(path):
+    with open(path, "rb") as f:
+        return parse_log(f.read(), path=path)

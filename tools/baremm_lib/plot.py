@@ -1,0 +1,147 @@
+"""PNG plots of sweeps through gnuplot (Debian package gnuplot-nox)."""
+import fnmatch
+import os
+import shutil
+import subprocess
+import tempfile
+
+from .compare import fmt_num
+
+
+class PlotError(Exception):
+    pass
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def x_value(rec, r, key):
+    if key in ("cpus", "runs"):
+        return r[key]
+    if key in r.get("variants", {}):
+        return r["variants"][key]
+    if key in r.get("extra", {}):
+        return r["extra"][key]
+    if key in (rec.get("machine") or {}):
+        return rec["machine"][key]
+    if key in (rec.get("config") or {}):
+        return rec["config"][key]
+    return None
+
+
+def _gp_str(s):
+    return '"%s"' % str(s).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def caption(machine):
+    if not machine:
+        return "machine: unknown (no BAREMM-MACHINE line)"
+    keys = ("cpu_model", "accel", "apic", "cpus", "mem_mib", "tsc_khz", "pmu", "firmware",
+            "build", "cmdline")
+    return ", ".join("%s=%s" % (k, machine[k]) for k in keys if k in machine)
+
+
+def collect(records, xkey, bench=None, metric=None):
+    """Series {label: [(x, median, lo, hi, stddev, min, max)]} and the unit."""
+    series = {}
+    units = set()
+    for rec in records:
+        for r in rec.get("results", []):
+            if bench and not fnmatch.fnmatchcase(r["bench"], bench):
+                continue
+            if metric and r["metric"] != metric:
+                continue
+            x = x_value(rec, r, xkey)
+            if x is None:
+                continue
+            rest = ",".join("%s:%s" % kv for kv in r.get("variants", {}).items() if kv[0] != xkey)
+            label = "%s.%s%s" % (r["bench"], r["metric"], (" [%s]" % rest) if rest else "")
+            if xkey != "cpus":
+                label += " cpus=%d" % r["cpus"]
+            series.setdefault(label, []).append((x, r))
+            units.add(r["unit"])
+    if not series:
+        raise PlotError("no result has a value for --x %s (a result field such as cpus, a "
+                        "variant option, or a machine/config key)" % xkey)
+    if len(units) > 1:
+        raise PlotError("results with different units (%s): choose with --bench/--metric"
+                        % ", ".join(sorted(units)))
+    return series, units.pop()
+
+
+def plot(records, xkey, out, bench=None, metric=None, error="stddev", title=None,
+         gnuplot=None):
+    gnuplot = gnuplot or shutil.which("gnuplot")
+    if not gnuplot:
+        raise PlotError("gnuplot is not installed: apt-get install -y gnuplot-nox")
+    series, unit = collect(records, xkey, bench, metric)
+    xs_all = [x for pts in series.values() for x, _ in pts]
+    numeric = all(_num(x) is not None for x in xs_all)
+    cats = []
+    if not numeric:
+        for x in xs_all:
+            if x not in cats:
+                cats.append(x)
+    tmp = tempfile.mkdtemp(prefix="baremm-plot-")
+    try:
+        data = os.path.join(tmp, "data.dat")
+        with open(data, "w") as f:
+            for pts in series.values():
+                pts = sorted(pts, key=lambda p: _num(p[0]) if numeric else cats.index(p[0]))
+                for x, r in pts:
+                    xv = _num(x) if numeric else cats.index(x)
+                    if error == "minmax":
+                        lo, hi = r["min"], r["max"]
+                    else:
+                        lo, hi = r["median"] - r["stddev"], r["median"] + r["stddev"]
+                    f.write("%s %r %r %r\n" % (xv, float(r["median"]), float(lo), float(hi)))
+                f.write("\n\n")
+        machine = next((rec.get("machine") for rec in records if rec.get("machine")), None)
+        cap = caption(machine)
+        caps = [cap[i:i + 160] for i in range(0, min(len(cap), 480), 160)]
+        errname = "min/max" if error == "minmax" else "+-1 stddev"
+        script = [
+            "set terminal pngcairo size 1000,650 noenhanced font ',10'",
+            "set output %s" % _gp_str(os.path.abspath(out)),
+            "set title %s" % _gp_str(title or "%s: median vs %s (error bars: %s)"
+                                     % (", ".join(sorted({k.split(" ")[0] for k in series})),
+                                        xkey, errname)),
+            "set xlabel %s" % _gp_str(xkey),
+            "set ylabel %s" % _gp_str("median (%s)" % unit),
+            "set grid",
+            "set key outside right top",
+            "set bmargin %d" % (5 + 2 * len(caps)),
+            "set yrange [0:*]",
+            "set offsets graph 0.05, graph 0.05, 0, 0",
+        ]
+        for i, c in enumerate(caps):
+            script.append("set label %d %s at screen 0.01,%.3f left font ',8'"
+                          % (i + 1, _gp_str(c), 0.015 + 0.025 * (len(caps) - 1 - i)))
+        if not numeric:
+            script.append("set xtics (%s)" % ", ".join(
+                "%s %d" % (_gp_str(c), i) for i, c in enumerate(cats)))
+            script.append("set xrange [-0.5:%f]" % (len(cats) - 0.5))
+        plots = []
+        for i, label in enumerate(series):
+            plots.append("%s index %d using 1:2:3:4 with yerrorlines title %s"
+                         % (_gp_str(data), i, _gp_str(label)))
+        script.append("plot " + ", \\\n     ".join(plots))
+        gp = os.path.join(tmp, "plot.gp")
+        with open(gp, "w") as f:
+            f.write("\n".join(script) + "\n")
+        r = subprocess.run([gnuplot, gp], capture_output=True, text=True)
+        if r.returncode != 0 and "pngcairo" in r.stderr:
+            script[0] = "set terminal png size 1000,650 noenhanced"
+            with open(gp, "w") as f:
+                f.write("\n".join(script) + "\n")
+            r = subprocess.run([gnuplot, gp], capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(out):
+            raise PlotError("gnuplot failed:\n%s" % r.stderr)
+        return {"series": {k: [(x, fmt_num(r["median"])) for x, r in v]
+                           for k, v in series.items()}, "unit": unit}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,352 @@
+"""Boot the baremm ISO in QEMU, capture the serial log, build run.json."""
+import datetime
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from . import logparse, status as st
+
+QEMU = "qemu-system-x86_64"
+OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+ICOUNT = "shift=0,sleep=off,align=off"
+ISO = "iso/baremm.iso"
+SCHEMA = "baremm-run/1"
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+_live = set()
+_live_lock = threading.Lock()
+
+
+def kill_all():
+    """Stop every QEMU this process started (used on Ctrl-C)."""
+    with _live_lock:
+        procs = list(_live)
+    for p in procs:
+        _stop(p)
+
+
+class ToolError(Exception):
+    """The tool cannot do what was asked (missing QEMU, firmware, bad option combination)."""
+
+
+def kvm_usable():
+    return os.path.exists("/dev/kvm") and os.access("/dev/kvm", os.R_OK | os.W_OK)
+
+
+def resolve_accel(accel, icount=False):
+    if accel == "auto":
+        accel = "kvm" if kvm_usable() and not icount else "tcg"
+    if accel == "kvm":
+        if not kvm_usable():
+            raise ToolError("--accel kvm: /dev/kvm is missing or not accessible")
+        if icount:
+            raise ToolError("--icount needs TCG (instruction counting is not available "
+                            "with KVM)")
+    elif accel != "tcg":
+        raise ToolError("unknown accelerator %r (tcg, kvm or auto)" % accel)
+    return accel
+
+
+def qemu_arg_path(p):
+    """QEMU option values escape ',' by doubling it."""
+    return p.replace(",", ",,")
+
+
+def build_command(cfg, workdir, iso=None, qemu=QEMU):
+    """cfg keys: cmdline (None = GRUB's line), smp, mem, cpu, firmware, accel, icount.
+
+    Writes the fw_cfg command-line file and the OVMF variable store copy into workdir.
+    Returns the argv list.
+    """
+    iso = os.path.abspath(iso or os.path.join(ROOT, ISO))
+    accel = resolve_accel(cfg.get("accel", "tcg"), cfg.get("icount", False))
+    argv = [qemu, "-machine", "q35", "-cdrom", iso, "-boot", "d",
+            "-nographic", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nic", "none",
+            "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+            "-smp", str(cfg.get("smp", 1)), "-m", str(cfg.get("mem", "512M")),
+            "-cpu", cfg.get("cpu", "max"), "-accel", accel]
+    if cfg.get("icount"):
+        argv += ["-icount", ICOUNT]
+    if cfg.get("firmware", "bios") == "uefi":
+        for f in (OVMF_CODE, OVMF_VARS):
+            if not os.path.exists(f):
+                raise ToolError("UEFI boot needs %s (Debian package ovmf)" % f)
+        vars_copy = os.path.join(workdir, "ovmf_vars.fd")
+        shutil.copyfile(OVMF_VARS, vars_copy)
+        argv += ["-drive", "if=pflash,format=raw,readonly=on,file=" + qemu_arg_path(OVMF_CODE),
+                 "-drive", "if=pflash,format=raw,file=" + qemu_arg_path(vars_copy)]
+    elif cfg.get("firmware", "bios") != "bios":
+        raise ToolError("unknown firmware %r (bios or uefi)" % cfg.get("firmware"))
+    if cfg.get("cmdline") is not None:
+        path = os.path.join(workdir, "cmdline.txt")
+        with open(path, "w") as f:
+            f.write(cfg["cmdline"])
+        argv += ["-fw_cfg", "name=opt/baremm/cmdline,file=" + qemu_arg_path(path)]
+    return argv
+
+
+class LineEcho:
+    """Echo serial bytes as cleaned text lines (no firmware escape sequences)."""
+
+    # Echo starts at the kernel's banner (`baremm ...`) or its first tagged line; firmware
+    # and GRUB menus are only in serial.log.
+    START_RE = re.compile(r"^baremm\b|" + logparse.KERNEL_START_RE.pattern[1:])
+
+    def __init__(self, out, prefix="", from_kernel=True):
+        self.out = out
+        self.prefix = prefix
+        self.buf = b""
+        self.started = not from_kernel
+
+    def feed(self, data):
+        self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            self._emit(line)
+
+    def flush(self):
+        if self.buf:
+            self._emit(self.buf)
+            self.buf = b""
+
+    def _emit(self, raw):
+        text = logparse.clean_line(raw.decode("utf-8", errors="replace"))
+        if not self.started:
+            m = self.START_RE.search(text) or logparse.GLUED_RE.search(text)
+            if not m:
+                return
+            self.started = True
+            text = text[m.start():]
+        if text.strip():
+            self.out.write(self.prefix + text + "\n")
+            self.out.flush()
+
+
+def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None):
+    """Run QEMU; copy its serial output (stdout) to log_path; kill it after timeout s.
+
+    Returns dict(exit_code, timed_out, duration_s, stderr).
+    """
+    start = time.monotonic()
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True, cwd=ROOT)
+    except FileNotFoundError:
+        raise ToolError("%s not found (run tools/install-deps.sh)" % argv[0])
+    with _live_lock:
+        _live.add(p)
+    err_chunks = []
+
+    def pump_out():
+        with open(log_path, "wb") as log:
+            while True:
+                data = os.read(p.stdout.fileno(), 65536)
+                if not data:
+                    break
+                log.write(data)
+                log.flush()
+                if echo:
+                    echo.feed(data)
+        if echo:
+            echo.flush()
+
+    def pump_err():
+        for chunk in iter(lambda: p.stderr.read(4096), b""):
+            err_chunks.append(chunk)
+
+    t_out = threading.Thread(target=pump_out, daemon=True)
+    t_err = threading.Thread(target=pump_err, daemon=True)
+    t_out.start()
+    t_err.start()
+    timed_out = False
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _stop(p)
+    except BaseException:
+        _stop(p)
+        raise
+    finally:
+        with _live_lock:
+            _live.discard(p)
+    t_out.join(10)
+    t_err.join(10)
+    stderr = b"".join(err_chunks).decode("utf-8", errors="replace")
+    if stderr_path:
+        with open(stderr_path, "w") as f:
+            f.write(stderr)
+    return {"exit_code": p.returncode, "timed_out": timed_out,
+            "duration_s": round(time.monotonic() - start, 3), "stderr": stderr}
+
+
+def _stop(p):
+    if p.poll() is not None:
+        return
+    p.terminate()
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+_qemu_version = None
+
+
+def qemu_version(qemu=QEMU):
+    global _qemu_version
+    if _qemu_version is None:
+        try:
+            out = subprocess.run([qemu, "--version"], capture_output=True, text=True).stdout
+            _qemu_version = out.splitlines()[0] if out else "unknown"
+        except OSError:
+            _qemu_version = "missing"
+    return _qemu_version
+
+
+def git_info(root=ROOT):
+    def git(*args):
+        r = subprocess.run(["git", "-C", root] + list(args), capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+    rev = git("rev-parse", "HEAD")
+    if rev is None:
+        return {"rev": None, "dirty": None}
+    porcelain = git("status", "--porcelain", "--untracked-files=no")
+    return {"rev": rev, "dirty": bool(porcelain)}
+
+
+def build(root=ROOT, quiet=False):
+    """`make -s iso/baremm.iso`; raises ToolError with the output on failure."""
+    r = subprocess.run(["make", "-s", ISO], cwd=root, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ToolError("build failed (make -s %s, exit %d):\n%s%s"
+                        % (ISO, r.returncode, r.stdout[-4000:], r.stderr[-4000:]))
+    if not quiet and (r.stdout.strip() or r.stderr.strip()):
+        sys.stderr.write(r.stdout + r.stderr)
+
+
+def safe_name(name):
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name or "run").strip("_") or "run"
+
+
+def timestamp():
+    return datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def new_dir(base, name):
+    os.makedirs(base, exist_ok=True)
+    d = os.path.join(base, name)
+    i = 2
+    while os.path.exists(d):
+        d = os.path.join(base, "%s-%d" % (name, i))
+        i += 1
+    os.makedirs(d)
+    return d
+
+
+def boot(cfg, outdir, echo=None, iso=None, name="run"):
+    """Boot once with cfg; write serial.log, qemu.stderr and run.json into outdir.
+
+    Returns (record, parsed) where record is the run.json content.
+    """
+    log_path = os.path.join(outdir, "serial.log")
+    argv = build_command(cfg, outdir, iso=iso)
+    started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    q = run_qemu(argv, log_path, cfg.get("timeout", 300), echo=echo,
+                 stderr_path=os.path.join(outdir, "qemu.stderr"))
+    vars_copy = os.path.join(outdir, "ovmf_vars.fd")
+    if os.path.exists(vars_copy):
+        os.unlink(vars_copy)
+    parsed = logparse.parse_file(log_path)
+    record = make_record(cfg, argv, q, parsed, name=name, started=started)
+    write_json(os.path.join(outdir, "run.json"), record)
+    return record, parsed
+
+
+def make_record(cfg, argv, q, parsed, name="run", started=None):
+    status = st.qemu_exit_to_status(q["exit_code"], q["timed_out"])
+    warnings = list(parsed["warnings"])
+    if parsed["end"] and status in st.KERNEL_CODES and parsed["end"]["status"] != status:
+        warnings.append({"line": parsed["end"]["line"], "message":
+                         "BAREMM-END status=%s but QEMU exit code %s means %s"
+                         % (parsed["end"]["status"], q["exit_code"], status)})
+    k = parsed["ktap"]
+    if status == "pass" and k["counted"]["fail"]:
+        warnings.append({"line": None, "message": "kernel exited with pass but KTAP reports "
+                         "%d failures" % k["counted"]["fail"]})
+    exit_status = st.tool_exit(status)
+    if status == "pass" and parsed["errors"]:
+        exit_status = st.EXIT_LOG_ERROR
+    cfg_out = {k2: cfg.get(k2) for k2 in ("cmdline", "smp", "mem", "cpu", "firmware", "accel",
+                                          "icount", "timeout")}
+    cfg_out["accel_used"] = argv[argv.index("-accel") + 1] if "-accel" in argv else None
+    return {
+        "schema": SCHEMA,
+        "name": name,
+        "started": started,
+        "host": {"hostname": socket.gethostname(), "nproc": os.cpu_count(),
+                 "qemu_version": qemu_version(argv[0])},
+        "git": git_info(),
+        "config": cfg_out,
+        "qemu": {"argv": argv, "command": " ".join(shlex.quote(a) for a in argv),
+                 "cwd": ROOT, "exit_code": q["exit_code"], "timed_out": q["timed_out"],
+                 "duration_s": q["duration_s"], "stderr": q["stderr"][-4000:]},
+        "status": status,
+        "tool_exit": exit_status,
+        "log": {"path": "serial.log", "lines": parsed["lines"],
+                "kernel_start_line": parsed["kernel_start_line"],
+                "truncated": parsed["truncated"], "errors": parsed["errors"],
+                "warnings": warnings},
+        "machine": parsed["machine"],
+        "end": parsed["end"],
+        "ktap": _ktap_summary(k),
+        "results": parsed["results"],
+        "info": parsed["info"],
+        "panics": parsed["panics"],
+        "option_errors": parsed["option_errors"],
+        "kernel_errors": parsed["kernel_errors"],
+    }
+
+
+def _ktap_summary(k):
+    d = dict(k)
+    return d
+
+
+def write_json(path, obj):
+    import json
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=False)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def record_from_log(path, name=None):
+    """A run.json-shaped record for a saved log (no QEMU information)."""
+    parsed = logparse.parse_file(path)
+    status = parsed["status"]
+    exit_status = st.tool_exit(status)
+    if parsed["errors"]:
+        exit_status = st.EXIT_LOG_ERROR if status in ("pass", "no_status") else exit_status
+    return {
+        "schema": SCHEMA, "name": name or os.path.basename(path), "started": None,
+        "host": None, "git": None, "config": None, "qemu": None,
+        "status": status, "tool_exit": exit_status,
+        "log": {"path": path, "lines": parsed["lines"],
+                "kernel_start_line": parsed["kernel_start_line"],
+                "truncated": parsed["truncated"], "errors": parsed["errors"],
+                "warnings": parsed["warnings"]},
+        "machine": parsed["machine"], "end": parsed["end"], "ktap": parsed["ktap"],
+        "results": parsed["results"], "info": parsed["info"], "panics": parsed["panics"],
+        "option_errors": parsed["option_errors"], "kernel_errors": parsed["kernel_errors"],
+    }, parsed

@@ -1,0 +1,57 @@
+"""Exit codes: kernel isa-debug-exit values, QEMU exit codes, tool exit statuses.
+
+The kernel writes v to isa-debug-exit (port 0xf4); QEMU then exits with (v << 1) | 1.
+Any other QEMU exit (0, a signal, killed by our host timeout) carries no kernel status.
+"""
+
+# status name -> kernel isa-debug-exit value
+KERNEL_CODES = {
+    "pass": 0x10,
+    "test_failed": 0x11,
+    "bad_option": 0x12,
+    "panic": 0x13,
+    "watchdog": 0x14,
+    "bench_error": 0x15,
+}
+
+# Statuses the host decides (no kernel code).
+HOST_STATUSES = ("host_timeout", "no_status")
+
+# Every status name, in documentation order.
+ALL_STATUSES = tuple(KERNEL_CODES) + HOST_STATUSES
+
+# status name -> exit status of `tools/baremm run` / `parse`.
+# 10 + (v - 0x10) for kernel statuses, so kernel 0x13 (panic) -> 13.
+TOOL_EXIT = {
+    "pass": 0,
+    "test_failed": 11,
+    "bad_option": 12,
+    "panic": 13,
+    "watchdog": 14,
+    "bench_error": 15,
+    "host_timeout": 16,
+    "no_status": 17,
+}
+# The log could not be trusted: truncated (no BAREMM-END) or a malformed line.
+EXIT_LOG_ERROR = 18
+# The tool itself failed: build failed, QEMU or a firmware file missing, bad input file.
+EXIT_TOOL_ERROR = 20
+# argparse usage errors exit with 2 (Python's convention).
+EXIT_USAGE = 2
+
+QEMU_CODES = {(v << 1) | 1: name for name, v in KERNEL_CODES.items()}
+
+
+def qemu_exit_to_status(code, timed_out=False):
+    """Map a QEMU process exit code to a status name."""
+    if timed_out:
+        return "host_timeout"
+    return QEMU_CODES.get(code, "no_status")
+
+
+def tool_exit(status):
+    return TOOL_EXIT.get(status, TOOL_EXIT["no_status"])
+
+
+def is_status(name):
+    return name in ALL_STATUSES

@@ -1,0 +1,255 @@
+"""`tools/baremm test`: host unit tests, tool unit tests and the QEMU matrix."""
+import concurrent.futures
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from . import cfg as cfgmod, ktap, logparse, runner, status as st
+
+MATRIX = os.path.join("tests", "qemu", "matrix.cfg")
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.skipped = 0
+        self.problems = []
+
+    def add(self, p=0, f=0, s=0):
+        self.passed += p
+        self.failed += f
+        self.skipped += s
+
+
+def host_tests(outdir, out=sys.stdout, timeout=600):
+    """make -s host-test; parse the KTAP each host test binary prints."""
+    log = os.path.join(outdir, "host-test.log")
+    p = subprocess.Popen(["make", "-s", "host-test"], cwd=runner.ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    timed_out = False
+    try:
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        os.killpg(p.pid, signal.SIGKILL)
+        stdout, stderr = p.communicate()
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    with open(log, "w") as f:
+        f.write(stdout)
+        if stderr:
+            f.write("\n--- stderr ---\n" + stderr)
+    k = ktap.parse_text(stdout)
+    c = k.counts()
+    problems = ["line %s: %s" % e for e in k.all_errors()]
+    extra_fail = 0
+    if timed_out:
+        extra_fail = 1
+        problems.insert(0, "make host-test killed after %d s (host timeout)" % timeout)
+    elif p.returncode != 0 and c["fail"] == 0:
+        extra_fail = 1
+        problems.append("make host-test exited %d without a failing test (build error?): "
+                        "see %s" % (p.returncode, log))
+    if problems and not extra_fail:
+        extra_fail = 1
+    ok = c["fail"] == 0 and extra_fail == 0
+    out.write("%s host-tests (%d binaries: %d passed, %d failed, %d skipped)\n"
+              % ("PASS" if ok else "FAIL", len(k.documents), c["pass"], c["fail"], c["skip"]))
+    for name in k.failures():
+        out.write("    failed: %s\n" % name)
+    for prob in problems:
+        out.write("    %s\n" % prob)
+    if not ok:
+        out.write("    log: %s\n" % os.path.relpath(log, runner.ROOT))
+    return c["pass"], c["fail"] + extra_fail, c["skip"]
+
+
+RAN_RE = re.compile(r"^Ran (\d+) tests? in", re.M)
+RESULT_RE = re.compile(r"^(OK|FAILED)(?: \((.*)\))?\s*$", re.M)
+
+
+def parse_unittest_output(text):
+    """Counts from `python3 -m unittest` output: (passed, failed, skipped) or None."""
+    m = RAN_RE.search(text)
+    r = RESULT_RE.search(text)
+    if not m or not r:
+        return None
+    ran = int(m.group(1))
+    fields = {}
+    for part in (r.group(2) or "").split(","):
+        if "=" in part:
+            k, v = part.strip().split("=", 1)
+            fields[k] = int(v)
+    failed = fields.get("failures", 0) + fields.get("errors", 0) + \
+        fields.get("unexpected successes", 0)
+    skipped = fields.get("skipped", 0)
+    # expected failures count as passed
+    return ran - failed - skipped, failed, skipped
+
+
+def tool_tests(outdir, out=sys.stdout):
+    log = os.path.join(outdir, "tool-unittests.log")
+    r = subprocess.run([sys.executable, "-m", "unittest", "discover", "tests/tools"],
+                       cwd=runner.ROOT, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    counts = parse_unittest_output(r.stderr + r.stdout)
+    if counts is None:
+        out.write("FAIL tool-unittests (no unittest summary; see %s)\n" % log)
+        return 0, 1, 0
+    p, f, s = counts
+    if r.returncode != 0 and f == 0:
+        f = 1
+    out.write("%s tool-unittests (%d passed, %d failed, %d skipped)\n"
+              % ("PASS" if f == 0 else "FAIL", p, f, s))
+    if f:
+        out.write("    see %s\n" % log)
+    return p, f, s
+
+
+def failure_details(k):
+    """[(suite.test, diagnostics)] of the failed leaf tests in a ktap dict."""
+    out = []
+
+    def walk(tests, path):
+        for t in tests:
+            name = path + [t.get("name") or "?"]
+            if "tests" in t:
+                walk(t["tests"], name)
+            elif t["status"] == "fail":
+                out.append((".".join(name), t.get("diagnostics", [])))
+    for d in k.get("documents", []):
+        walk(d["tests"], [])
+    known = {n for n, _ in out}
+    out += [(n, []) for n in k.get("failures", []) if n not in known]
+    return out
+
+
+def check_entry(entry, record, parsed):
+    """Problems (list of strings) of one matrix boot; empty when it passed."""
+    problems = []
+    if record["status"] != entry["expect"]:
+        problems.append("expected status %s, got %s (qemu exit %s)"
+                        % (entry["expect"], record["status"], record["qemu"]["exit_code"]))
+    if entry.get("expect_output"):
+        with open(parsed["path"], "rb") as f:
+            text = "\n".join(logparse.clean_line(line)
+                             for line in f.read().decode("utf-8", "replace").split("\n"))
+        if not re.search(entry["expect_output"], text, re.M):
+            problems.append("output does not match /%s/" % entry["expect_output"])
+    k = record["ktap"]
+    if entry["ktap"] == "required":
+        if not k["present"]:
+            problems.append("no KTAP output")
+        for e in k["errors"]:
+            problems.append("KTAP line %s: %s" % (e["line"], e["message"]))
+    elif k["present"]:
+        for e in k["errors"]:
+            if record["status"] in ("pass", "test_failed"):
+                problems.append("KTAP line %s: %s" % (e["line"], e["message"]))
+    if record["status"] in ("pass", "test_failed", "bench_error", "bad_option", "panic",
+                            "watchdog"):
+        for e in record["log"]["errors"]:
+            problems.append("log line %s: %s" % (e["line"], e["message"]))
+    return problems
+
+
+def run_entry(entry, outdir, iso, lock, out, verbose=False):
+    d = runner.new_dir(outdir, entry["name"])
+    t0 = time.monotonic()
+    try:
+        record, parsed = runner.boot(entry, d, echo=None, iso=iso, name=entry["name"])
+    except runner.ToolError as e:
+        with lock:
+            out.write("FAIL %s (%s)\n" % (entry["name"], e))
+            out.flush()
+        return {"name": entry["name"], "ok": False, "counts": (0, 0, 0), "problems": [str(e)]}
+    problems = check_entry(entry, record, parsed)
+    c = record["ktap"]["counted"]
+    desc = [record["status"]]
+    if record["ktap"]["present"]:
+        desc.append("KTAP %d passed, %d failed, %d skipped" % (c["pass"], c["fail"], c["skip"]))
+    desc.append("%.1f s" % (time.monotonic() - t0))
+    with lock:
+        out.write("%s %s (%s)\n" % ("PASS" if not problems else "FAIL", entry["name"],
+                                    "; ".join(desc)))
+        for name, diags in failure_details(record["ktap"]):
+            out.write("    failed: %s\n" % name)
+            for diag in diags[:5]:
+                out.write("        # %s\n" % diag)
+        for p in problems:
+            out.write("    %s\n" % p)
+        if problems:
+            out.write("    log: %s\n" % os.path.relpath(os.path.join(d, "serial.log"),
+                                                        runner.ROOT))
+        out.flush()
+    return {"name": entry["name"], "ok": not problems,
+            "counts": (c["pass"], c["fail"], c["skip"]), "problems": problems}
+
+
+def run_matrix(entries, outdir, jobs, out=sys.stdout, build_error=None, iso=None):
+    lock = threading.Lock()
+    results = []
+    if build_error:
+        for e in entries:
+            out.write("FAIL %s (not booted: build failed)\n" % e["name"])
+            results.append({"name": e["name"], "ok": False, "counts": (0, 0, 0),
+                            "problems": ["build failed"]})
+        return results
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        futs = [ex.submit(run_entry, e, outdir, iso, lock, out) for e in entries]
+        try:
+            for f in futs:
+                results.append(f.result())
+        except KeyboardInterrupt:
+            for f in futs:
+                f.cancel()
+            runner.kill_all()
+            raise
+    return results
+
+
+def main(args, out=sys.stdout):
+    outdir = runner.new_dir(os.path.join(runner.ROOT, "results"), "test-" + runner.timestamp())
+    matrix_path = args.matrix or os.path.join(runner.ROOT, MATRIX)
+    try:
+        entries = cfgmod.load(matrix_path)
+    except (OSError, cfgmod.CfgError) as e:
+        sys.stderr.write("baremm test: %s\n" % e)
+        return st.EXIT_TOOL_ERROR
+    groups = list(args.group or [])
+    if args.quick:
+        groups.append("quick")
+    entries = cfgmod.select(entries, groups=groups, names=args.only)
+    tally = Tally()
+    out.write("baremm test: logs in %s\n" % os.path.relpath(outdir, runner.ROOT))
+    out.flush()
+    build_error = None
+    if not args.no_build and entries:
+        try:
+            runner.build(quiet=True)
+        except runner.ToolError as e:
+            build_error = str(e)
+            out.write("FAIL build\n%s\n" % "\n".join("    " + line for line in
+                                                    build_error.splitlines()[:40]))
+            tally.add(f=1)
+    if not args.no_host:
+        tally.add(*host_tests(outdir, out, timeout=args.host_timeout))
+        out.flush()
+    if not args.no_unittest:
+        tally.add(*tool_tests(outdir, out))
+        out.flush()
+    results = run_matrix(entries, outdir, args.jobs, out, build_error=build_error)
+    for r in results:
+        p, f, s = r["counts"]
+        tally.add(p, f, s)
+        tally.add(*(1, 0, 0) if r["ok"] else (0, 1, 0))
+    out.write("%d passed, %d failed, %d skipped\n" % (tally.passed, tally.failed, tally.skipped))
+    out.flush()
+    return 0 if tally.failed == 0 else 1
