@@ -1,7 +1,396 @@
+/*
+ * The benchmark harness: selection, CPU checks, warm-up, interleaved variants, parallel
+ * start, statistics, event deltas, output (contract in bench/bench.h, format in
+ * docs/OUTPUT.md).
+ */
+#include "bench/bench.h"
+#include "bench/stats.h"
 #include "kernel/boot.h"
+#include "kernel/options.h"
+#include "kernel/printk.h"
+#include "kernel/string.h"
+#include "kernel/smp.h"
+#include "kernel/percpu.h"
+#include "kernel/events.h"
+#include "kernel/exit.h"
 #include "kernel/ktest.h"
+#include "kernel/panic.h"
+#include "arch/x86_64/tsc.h"
+
+DEFINE_OPTION_STRING(opt_bench, "bench", NULL,
+		     "run the benchmarks matching this glob ('list' lists them, 'default' = make run's suite)");
+DEFINE_OPTION_UINT(opt_runs, "runs", 0, 0, 1000, "measured runs per figure (0 = the benchmark's default)");
+DEFINE_OPTION_UINT(opt_warmup, "warmup", 1000, 0, 1000,
+		   "unmeasured runs first (1000 = the benchmark's default)");
+DEFINE_OPTION_UINT(opt_iters, "iters", 0, 0, 1ULL << 32, "operations per run (0 = the benchmark's default)");
+DEFINE_OPTION_UINT(opt_bench_cpus, "bench_cpus", 0, 0, NR_CPUS,
+		   "CPUs taking part in parallel benchmarks (0 = the benchmark's default)");
+DEFINE_OPTION_STRING(opt_ab, "ab", NULL,
+		     "compare values of a variant option in one boot, interleaved: ab=<option>:<v1>,<v2>[,...]");
+
+#define MAX_RUNS 1000
+#define MAX_VARIANTS 4
+#define MAX_SUMMARY 256
+
+struct variant_set {
+	struct option_desc *opt;	/* NULL: no ab= */
+	unsigned n;
+	char values[MAX_VARIANTS][32];
+	char original[32];
+};
+
+static u64 samples[MAX_VARIANTS][MAX_RUNS];
+static u64 tput[MAX_VARIANTS][MAX_RUNS];
+static u64 ev_delta[MAX_VARIANTS][NR_EVENTS];
+static u64 ops_total[MAX_VARIANTS];
+static u64 sort_tmp[MAX_RUNS];
+static struct bench_sample cpu_samples[NR_CPUS];
+
+struct summary {
+	const char *bench;
+	char kase[40];
+	char variant[48];
+	unsigned cpus;
+	struct stats st;
+	u64 ns;
+	const char *unit;
+};
+static struct summary summary[MAX_SUMMARY];
+static unsigned nsummary;
+
+static void print_fx(char *buf, size_t len, u64 x100)
+{
+	snprintf(buf, len, "%lu.%02lu", (unsigned long)(x100 / 100), (unsigned long)(x100 % 100));
+}
+
+/* ---- parallel rounds ---- */
+
+struct par_round {
+	struct bench_ctx *ctx;
+	struct smp_barrier start, end;
+	u64 ev_before[NR_EVENTS], ev_after[NR_EVENTS];
+};
+
+static void par_body(void *arg)
+{
+	struct par_round *pr = arg;
+	unsigned me = smp_processor_id();
+	smp_barrier_wait(&pr->start);
+	if (me == 0)
+		events_snapshot(pr->ev_before);
+	smp_barrier_wait(&pr->start);
+	set_doing(pr->ctx->b->name);
+	cpu_samples[me].cycles = cpu_samples[me].ops = 0;
+	pr->ctx->b->run(pr->ctx, &cpu_samples[me]);
+	smp_barrier_wait(&pr->end);
+	if (me == 0)
+		events_snapshot(pr->ev_after);
+}
+
+/* One round: returns per-op cycles x100 (mean over CPUs), ops/s per CPU, event deltas. */
+static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *ev, u64 *ops)
+{
+	static struct par_round pr;
+	const struct bench *b = ctx->b;
+	unsigned n = b->parallel ? ctx->ncpus : 1;
+	if (b->parallel) {
+		cpumask_t mask;
+		cpumask_clear(&mask);
+		for (unsigned c = 0; c < n; c++)
+			cpumask_set_cpu(c, &mask);
+		pr.ctx = ctx;
+		smp_barrier_init(&pr.start, n);
+		smp_barrier_init(&pr.end, n);
+		smp_run_parallel(&mask, par_body, &pr);
+	} else {
+		events_snapshot(pr.ev_before);
+		cpu_samples[0].cycles = cpu_samples[0].ops = 0;
+		set_doing(b->name);
+		b->run(ctx, &cpu_samples[0]);
+		events_snapshot(pr.ev_after);
+	}
+	u64 sum = 0, tsum = 0, osum = 0;
+	for (unsigned c = 0; c < n; c++) {
+		struct bench_sample *s = &cpu_samples[c];
+		u64 o = s->ops ? s->ops : 1;
+		sum += s->cycles * 100 / o;
+		tsum += s->cycles ? s->ops * tsc_khz * 1000 / s->cycles : 0;
+		osum += s->ops;
+	}
+	*per_op = sum / n;
+	*ops_per_s = tsum / n;
+	*ops = osum;
+	for (int e = 0; e < NR_EVENTS; e++)
+		ev[e] = pr.ev_after[e] - pr.ev_before[e];
+}
+
+/* ---- variants ---- */
+
+static int parse_ab(struct variant_set *vs)
+{
+	memset(vs, 0, sizeof(*vs));
+	if (!opt_ab)
+		return 0;
+	const char *colon = opt_ab;
+	while (*colon && *colon != ':')
+		colon++;
+	if (!*colon) {
+		printk("BAREMM-ERROR option: ab: expected ab=<option>:<v1>,<v2> (got '%s')\n", opt_ab);
+		return -1;
+	}
+	vs->opt = option_find(opt_ab, (size_t)(colon - opt_ab));
+	if (!vs->opt) {
+		printk("BAREMM-ERROR option: ab: unknown option '%.*s'\n", (int)(colon - opt_ab), opt_ab);
+		return -1;
+	}
+	if (!vs->opt->variant) {
+		printk("BAREMM-ERROR option: ab: option %s cannot switch at run time (not a variant); "
+		       "compare it with one boot per value (tools/baremm run --variants)\n", vs->opt->name);
+		return -1;
+	}
+	option_format_value(vs->opt, vs->original, sizeof(vs->original));
+	const char *p = colon + 1;
+	while (*p) {
+		const char *e = p;
+		while (*e && *e != ',')
+			e++;
+		if (vs->n == MAX_VARIANTS || e == p || (size_t)(e - p) >= sizeof(vs->values[0])) {
+			printk("BAREMM-ERROR option: ab: at most %d non-empty values\n", MAX_VARIANTS);
+			return -1;
+		}
+		char err[OPT_ERRLEN];
+		bool was_set = vs->opt->set;
+		if (option_set(vs->opt, p, (size_t)(e - p), err, sizeof(err))) {
+			printk("BAREMM-ERROR option: ab: %s\n", err);
+			return -1;
+		}
+		vs->opt->set = was_set;
+		memcpy(vs->values[vs->n], p, (size_t)(e - p));
+		vs->values[vs->n][e - p] = 0;
+		vs->n++;
+		p = *e ? e + 1 : e;
+	}
+	if (vs->n < 2) {
+		printk("BAREMM-ERROR option: ab: give at least two values\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void set_variant(struct variant_set *vs, const char *val)
+{
+	char err[OPT_ERRLEN];
+	bool was_set = vs->opt->set;
+	if (option_set(vs->opt, val, strlen(val), err, sizeof(err)))
+		panic("ab: %s", err);
+	vs->opt->set = was_set;
+}
+
+/* ---- output ---- */
+
+static void print_figure(const struct bench *b, struct bench_ctx *ctx, const char *variant,
+			 unsigned v, unsigned runs)
+{
+	struct stats st;
+	stats_compute(samples[v], runs, sort_tmp, &st);
+	char med[24], mean[24], sd[24], psd[24], mn[24], mx[24], ns[24];
+	print_fx(med, sizeof(med), st.median);
+	print_fx(mean, sizeof(mean), st.mean);
+	print_fx(sd, sizeof(sd), st.stddev);
+	print_fx(psd, sizeof(psd), st.pstddev);
+	print_fx(mn, sizeof(mn), st.min);
+	print_fx(mx, sizeof(mx), st.max);
+	u64 ns100 = cycles_to_ns(st.median);	/* x100 in, x100 out */
+	print_fx(ns, sizeof(ns), ns100);
+	char kase[40] = "";
+	if (b->nparams)
+		snprintf(kase, sizeof(kase), " case=%s:%lu", b->param_name ? b->param_name : "param",
+			 (unsigned long)ctx->param);
+	char line[1536];
+	int n = snprintf(line, sizeof(line),
+			 "BAREMM-RESULT bench=%s variant=%s cpus=%u%s metric=%s unit=%s runs=%u median=%s "
+			 "mean=%s stddev=%s pstddev=%s min=%s max=%s median_ns=%s ops=%lu",
+			 b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op",
+			 b->unit ? b->unit : "cycles", runs, med, mean, sd, psd, mn, mx, ns,
+			 (unsigned long)(ops_total[v] / runs));
+	if (b->throughput) {
+		struct stats ts;
+		stats_compute(tput[v], runs, sort_tmp, &ts);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " ops_per_s=%lu", (unsigned long)(ts.median / 100));
+	}
+	for (int e = 0; e < NR_EVENTS && n < (int)sizeof(line) - 64; e++) {
+		if (!ev_delta[v][e])
+			continue;
+		char val[24];
+		print_fx(val, sizeof(val), ev_delta[v][e] * 100 / (ops_total[v] ? ops_total[v] : 1));
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " ev.%s=%s", event_names[e], val);
+	}
+	printk("%s\n", line);
+	/* raw per-run values for significance tests on the host */
+	n = snprintf(line, sizeof(line), "BAREMM-SAMPLES bench=%s variant=%s cpus=%u%s metric=%s values=",
+		     b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op");
+	for (unsigned r = 0; r < runs && n < (int)sizeof(line) - 32; r++) {
+		char val[24];
+		print_fx(val, sizeof(val), samples[v][r]);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", r ? "," : "", val);
+	}
+	printk("%s\n", line);
+	bench_results_printed++;
+	if (nsummary < MAX_SUMMARY) {
+		struct summary *s = &summary[nsummary++];
+		s->bench = b->name;
+		snprintf(s->kase, sizeof(s->kase), "%s", kase[0] ? kase + 6 : "-");
+		snprintf(s->variant, sizeof(s->variant), "%s", variant);
+		s->cpus = ctx->ncpus;
+		s->st = st;
+		s->ns = ns100;
+		s->unit = b->unit ? b->unit : "cycles";
+	}
+}
+
+static void print_summary(void)
+{
+	printk("\n%-28s %-16s %-28s %4s %14s %8s %12s\n", "benchmark", "case", "variant", "cpus",
+	       "median", "%stddev", "median ns");
+	for (unsigned i = 0; i < nsummary; i++) {
+		struct summary *s = &summary[i];
+		char med[24], psd[24], ns[24];
+		print_fx(med, sizeof(med), s->st.median);
+		print_fx(psd, sizeof(psd), s->st.pstddev);
+		print_fx(ns, sizeof(ns), s->ns);
+		printk("%-28s %-16s %-28s %4u %14s %7s%% %12s\n", s->bench, s->kase, s->variant, s->cpus,
+		       med, psd, ns);
+	}
+}
+
+/* ---- one benchmark ---- */
+
+static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
+{
+	static struct bench_ctx ctx;
+	unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : b->def_cpus ? b->def_cpus : nr_cpu_ids;
+	if (!b->parallel && !opt_bench_cpus)
+		want = b->def_cpus ? MIN(b->def_cpus, nr_cpu_ids) : nr_cpu_ids;
+	if (want > nr_cpu_ids || nr_cpu_ids < b->min_cpus || want < b->min_cpus) {
+		printk("BAREMM-ERROR bench %s: needs %u CPUs (at least %u), %u online; boot with more "
+		       "CPUs (-smp) or set bench_cpus=\n", b->name, MAX(want, b->min_cpus), b->min_cpus,
+		       nr_cpu_ids);
+		return EXIT_BENCH_ERROR;
+	}
+	unsigned runs = opt_runs ? (unsigned)opt_runs : b->runs ? b->runs : 10;
+	unsigned warm = opt_warmup != 1000 ? (unsigned)opt_warmup : b->warmup;
+	unsigned nvar = vs->opt ? vs->n : 1;
+	unsigned ncases = b->nparams ? b->nparams : 1;
+	if (runs > MAX_RUNS)
+		runs = MAX_RUNS;
+	printk("BAREMM-INFO bench=%s desc=\"%s\" reads=\"%s\" runs=%u warmup=%u cases=%u variants=%u\n",
+	       b->name, b->desc, b->reads ? b->reads : "", runs, warm, ncases, nvar);
+	for (unsigned c = 0; c < ncases; c++) {
+		memset(&ctx, 0, sizeof(ctx));
+		ctx.b = b;
+		ctx.ncpus = want;
+		ctx.case_idx = c;
+		ctx.param = b->nparams ? b->params[c] : 0;
+		ctx.iters = opt_iters ? opt_iters : b->iters ? b->iters : 1000;
+		if (b->setup && b->setup(&ctx)) {
+			printk("BAREMM-INFO bench=%s case=%lu skipped=setup_failed\n", b->name,
+			       (unsigned long)ctx.param);
+			continue;
+		}
+		memset(ev_delta, 0, sizeof(ev_delta));
+		memset(ops_total, 0, sizeof(ops_total));
+		for (unsigned r = 0; r < warm + runs; r++) {
+			for (unsigned v = 0; v < nvar; v++) {
+				if (vs->opt)
+					set_variant(vs, vs->values[v]);
+				ctx.warmup = r < warm;
+				u64 per_op, ops_s, ops, ev[NR_EVENTS];
+				run_round(&ctx, &per_op, &ops_s, ev, &ops);
+				if (ctx.warmup)
+					continue;
+				samples[v][r - warm] = per_op;
+				tput[v][r - warm] = ops_s * 100;
+				ops_total[v] += ops;
+				for (int e = 0; e < NR_EVENTS; e++)
+					ev_delta[v][e] += ev[e];
+			}
+		}
+		if (b->teardown)
+			b->teardown(&ctx);
+		for (unsigned v = 0; v < nvar; v++) {
+			char variant[48];
+			if (vs->opt)
+				snprintf(variant, sizeof(variant), "%s:%s", vs->opt->name, vs->values[v]);
+			else
+				snprintf(variant, sizeof(variant), "default");
+			print_figure(b, &ctx, variant, v, runs);
+		}
+	}
+	if (vs->opt)
+		set_variant(vs, vs->original);
+	return EXIT_PASS;
+}
+
+static bool has_wildcard(const char *g)
+{
+	for (; *g; g++)
+		if (*g == '*' || *g == '?')
+			return true;
+	return false;
+}
+
+static void bench_list(void)
+{
+	for (struct bench *b = __start_baremm_benches; b < __stop_baremm_benches; b++)
+		printk("bench %-28s cpus>=%u%s%s reads=%s : %s\n", b->name, b->min_cpus,
+		       b->parallel ? " parallel" : "", b->suite == BENCH_DEFAULT ? " default" : "",
+		       b->reads ? b->reads : "-", b->desc);
+}
+
+int bench_run_selected(const char *glob)
+{
+	if (!strcmp(glob, "list")) {
+		bench_list();
+		return EXIT_PASS;
+	}
+	struct variant_set vs;
+	if (parse_ab(&vs))
+		return EXIT_BAD_OPTION;
+	bool deflt = !strcmp(glob, "default");
+	unsigned matched = 0;
+	enum exit_status st = EXIT_PASS;
+	nsummary = 0;
+	for (struct bench *b = __start_baremm_benches; b < __stop_baremm_benches; b++) {
+		bool sel = deflt ? b->suite == BENCH_DEFAULT : glob_match(glob, b->name);
+		if (!sel)
+			continue;
+		matched++;
+		if (has_wildcard(glob) || deflt) {
+			/* a group selection skips what this machine cannot run, and says so */
+			unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : b->def_cpus;
+			if (nr_cpu_ids < b->min_cpus || want > nr_cpu_ids) {
+				printk("BAREMM-INFO bench=%s skipped=\"needs %u CPUs, %u online\"\n", b->name,
+				       MAX(b->min_cpus, want), nr_cpu_ids);
+				continue;
+			}
+		}
+		enum exit_status s = run_bench(b, &vs);
+		if (s != EXIT_PASS)
+			st = s;
+		if (s == EXIT_BENCH_ERROR && !has_wildcard(glob))
+			break;
+	}
+	if (!matched) {
+		printk("BAREMM-ERROR option: bench: no benchmark matches '%s' (bench=list lists them)\n", glob);
+		return EXIT_BAD_OPTION;
+	}
+	print_summary();
+	return st;
+}
 
 enum exit_status boot_default_run(void)
 {
-	return ktest_run("*") ? EXIT_TEST_FAILED : EXIT_PASS;
+	if (opt_bench)
+		return bench_run_selected(opt_bench);
+	return bench_run_selected("default");
 }

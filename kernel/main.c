@@ -238,5 +238,6 @@ static void kernel_main_on_stack(void)
 		int failed = ktest_run(opt_tests);
 		kernel_exit(failed ? EXIT_TEST_FAILED : EXIT_PASS);
 	}
+	/* bench= or neither: the harness (the default suite when nothing is selected) */
 	kernel_exit(boot_default_run());
 }

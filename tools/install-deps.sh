@@ -7,7 +7,7 @@ set -euo pipefail
 
 need_qemu_major=8
 pkgs=(nasm grub-pc-bin grub-efi-amd64-bin grub-common xorriso mtools ovmf gcc make
-      binutils python3 clang lld gdb)
+      binutils python3 clang lld gdb gnuplot-nox)
 
 missing=()
 for p in "${pkgs[@]}"; do

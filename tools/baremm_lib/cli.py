@@ -120,7 +120,7 @@ def add_boot_args(p):
     p.add_argument("--mem", default="512M", help="memory size (default 512M)")
     p.add_argument("--cpu", default="max", help="QEMU CPU model (default max; qemu64 = xAPIC)")
     p.add_argument("--firmware", choices=("bios", "uefi"), default="bios")
-    p.add_argument("--accel", choices=("tcg", "kvm", "auto"), default="tcg",
+    p.add_argument("--accel", choices=("tcg", "tcg-single", "tcg-multi", "kvm", "auto"), default="tcg",
                    help="tcg (default), kvm, or auto (kvm when /dev/kvm is usable)")
     p.add_argument("--icount", action="store_true",
                    help="deterministic mode: -icount " + runner.ICOUNT)
@@ -374,7 +374,7 @@ def build_parser():
     p.add_argument("name")
     p.add_argument("--config", default=None, help="suites file (default tests/qemu/suites.cfg)")
     p.add_argument("--icount", action="store_true", help="deterministic mode for every boot")
-    p.add_argument("--accel", choices=("tcg", "kvm", "auto"), default=None)
+    p.add_argument("--accel", choices=("tcg", "tcg-single", "tcg-multi", "kvm", "auto"), default=None)
     p.add_argument("--no-build", action="store_true")
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_suite)

@@ -99,12 +99,20 @@ def parse_variant(s):
     return out
 
 
+def metric_with_case(kv):
+    """A benchmark with parameters prints case=<name>:<value>; each case is its own figure,
+    so the case is folded into the metric name (metric[name:value]) for grouping."""
+    return "%s[%s]" % (kv["metric"], kv["case"]) if "case" in kv else kv["metric"]
+
+
 def parse_result(kv):
     missing = [k for k in RESULT_REQUIRED if k not in kv]
     if missing:
         raise ParseError("BAREMM-RESULT is missing %s" % ", ".join(missing))
     r = {"bench": kv["bench"], "variant": kv["variant"], "variants": parse_variant(kv["variant"]),
-         "metric": kv["metric"], "unit": kv["unit"]}
+         "metric": metric_with_case(kv), "unit": kv["unit"]}
+    if "case" in kv:
+        r["case"] = kv["case"]
     for k in RESULT_INT:
         r[k] = to_number(kv[k], k, integer=True)
     for k in RESULT_FLOAT:
@@ -292,7 +300,7 @@ def _handle_tag(out, tag, rest, ln, line):
         vals = [v for v in kv["values"].split(",")]
         if not kv["values"] or any(v == "" for v in vals):
             raise ParseError("values=%r: empty value" % kv["values"])
-        s = {"bench": kv["bench"], "variant": kv["variant"], "metric": kv["metric"],
+        s = {"bench": kv["bench"], "variant": kv["variant"], "metric": metric_with_case(kv),
              "values": [to_number(v, "values") for v in vals], "line": ln}
         if "cpus" in kv:
             s["cpus"] = to_number(kv["cpus"], "cpus", integer=True)

@@ -1,0 +1,126 @@
+/*
+ * Baseline figures every mm benchmark is read against: the empty cross-CPU call round
+ * trip (the floor of any shootdown), the cost of reading the TSC, and the raw cost of the
+ * TLB instructions on one CPU.
+ */
+#include "bench/bench.h"
+#include "kernel/smp.h"
+#include "kernel/percpu.h"
+#include "arch/x86_64/tlb.h"
+#include "mm/physmem.h"
+
+static void empty_call(void *info)
+{
+	(void)info;
+}
+
+static void call_single_run(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	unsigned target = ctx->ncpus > 1 ? 1 : 0;
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++)
+		smp_call_function_single(target, empty_call, NULL, true);
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(call_single) {
+	.name = "ipi.call_single",
+	.desc = "round trip of an empty synchronous cross-CPU call, CPU 0 -> CPU 1",
+	.reads = "",
+	.min_cpus = 2, .def_cpus = 2,
+	.runs = 10, .warmup = 2, .iters = 2000,
+	.metric = "roundtrip", .unit = "cycles",
+	.suite = BENCH_DEFAULT,
+	.run = call_single_run,
+};
+
+static void call_all_run(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	cpumask_t mask;
+	cpumask_clear(&mask);
+	for (unsigned c = 0; c < ctx->ncpus; c++)
+		cpumask_set_cpu(c, &mask);
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++)
+		smp_call_function_many(&mask, empty_call, NULL, true);
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(call_all) {
+	.name = "ipi.call_all",
+	.desc = "round trip of an empty synchronous call to every other CPU at once (one IPI each)",
+	.reads = "bench_cpus",
+	.min_cpus = 2, .def_cpus = 0,
+	.runs = 10, .warmup = 2, .iters = 1000,
+	.metric = "roundtrip", .unit = "cycles",
+	.suite = BENCH_DEFAULT,
+	.run = call_all_run,
+};
+
+static void tsc_run(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	u64 t0 = bench_start(), x = 0;
+	for (u64 i = 0; i < ctx->iters; i++)
+		x += rdtsc();
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+	ctx->scratch[0] = x;	/* keep the reads */
+}
+
+DEFINE_BENCH(tsc_read) {
+	.name = "time.tsc_read",
+	.desc = "cost of one unfenced RDTSC (the timer every figure rests on)",
+	.min_cpus = 1, .def_cpus = 1,
+	.runs = 10, .warmup = 1, .iters = 100000,
+	.metric = "rdtsc", .unit = "cycles",
+	.suite = BENCH_DEFAULT,
+	.run = tsc_run,
+};
+
+static void invlpg_run(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	/* a direct-map address of this run's scratch: the entry is live, INVLPG must drop it,
+	 * and the next touch walks the tables again */
+	volatile u64 *p = &ctx->scratch[1];
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++) {
+		invlpg((u64)p);
+		(void)*p;
+	}
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(invlpg) {
+	.name = "tlb.invlpg_local",
+	.desc = "INVLPG of one kernel page plus the access that refills it, on one CPU",
+	.min_cpus = 1, .def_cpus = 1,
+	.runs = 10, .warmup = 1, .iters = 20000,
+	.metric = "invlpg", .unit = "cycles",
+	.suite = BENCH_DEFAULT,
+	.run = invlpg_run,
+};
+
+static void cr3_run(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	volatile u64 *p = &ctx->scratch[1];
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++) {
+		flush_tlb_local_full();
+		(void)*p;
+	}
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(cr3) {
+	.name = "tlb.cr3_reload",
+	.desc = "full non-global flush by CR3 reload plus one access after it, on one CPU",
+	.min_cpus = 1, .def_cpus = 1,
+	.runs = 10, .warmup = 1, .iters = 20000,
+	.metric = "cr3_reload", .unit = "cycles",
+	.suite = BENCH_DEFAULT,
+	.run = cr3_run,
+};
