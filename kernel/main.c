@@ -221,6 +221,7 @@ static void kernel_main_on_stack(void)
 	page_alloc_init_pcp();
 
 	print_machine_header();
+	page_alloc_boot_report();	/* meminfo=on */
 	if (madt.nr_cpus > NR_CPUS)
 		printk("BAREMM-INFO cpus_listed=%u cpus_max=%u\n", madt.nr_cpus, NR_CPUS);
 	set_doing("main");

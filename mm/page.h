@@ -6,9 +6,11 @@
  * Field use by owner:
  *   flags       PG_* bits below; owner of the page's current state writes them.
  *   order       buddy: order of the free block this page heads (PG_buddy);
- *               pcp: order of the block on the pcp list (PG_pcp).
- *   migratetype pcp: migratetype cached when the page entered a pcp list (seed 003
- *               variant "cached"); unused otherwise.
+ *               pcp: order of the block on the pcp list (PG_pcp);
+ *               allocated: order of the block, on its head (PG_head).
+ *   migratetype buddy: the free list (migratetype) the block this page heads sits on;
+ *               pcp: migratetype cached when the page entered a pcp list (seed 003
+ *               variant "cached"; the lookup variant ignores it). Always < MIGRATE_TYPES.
  *   pt_used     page-table pages: number of present entries (to free empty tables).
  *   refcount    references held (allocation = 1; each mapping of a shared/COW page +1).
  *   mapcount    PTEs mapping this page (rmap-lite); 0 = unmapped.
@@ -32,6 +34,7 @@ enum pageflags {
 	PG_zero = 1u << 6,	/* the shared zero page / a reference page: never freed */
 	PG_poisoned = 1u << 7,	/* debug: contents poisoned at free */
 	PG_head = 1u << 8,	/* first page of an allocated order > 0 block */
+	PG_free = 1u << 9,	/* inside a free block (buddy or pcp); cleared on allocation */
 };
 
 struct page {

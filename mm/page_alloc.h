@@ -50,4 +50,50 @@ void free_pages_bulk(struct list_head *list);
 
 u64 nr_free_pages(void);	/* buddy + every pcp list */
 u64 nr_managed_pages(void);
+
+/* ---- additions (see docs/PAGE_ALLOC.md) ---- */
+
+u64 nr_free_buddy_pages(void);	/* buddy free lists only (what watermarks are checked on) */
+u64 nr_free_pcp_pages(void);	/* sum of every CPU's pcp count (racy snapshot) */
+
+/* Per-CPU lists: give this CPU's pages back to the buddy (one zone-lock hold). */
+void drain_local_pages(void);
+/* Drain @cpu's lists: locally when @cpu is the caller, else by a waiting cross-CPU call. */
+void drain_pages_cpu(unsigned cpu);
+/* Drain every online CPU (on_each_cpu; kernel only, not from interrupt context). */
+void drain_all_pages(void);
+/* Current pcp parameters of @cpu after option overrides (benchmarks size batches with these). */
+unsigned pcp_high(unsigned cpu);
+unsigned pcp_batch(unsigned cpu);
+unsigned pcp_count(unsigned cpu);
+
+/* Watermarks in pages (min, low, high). */
+enum { WMARK_MIN, WMARK_LOW, WMARK_HIGH, NR_WMARK };
+u64 zone_wmark(int which);
+
+/* Pageblock migratetype (one bitmap read, counted as EV_PAGEBLOCK_LOOKUP). */
+int get_pageblock_migratetype(u64 pfn);
+
+/*
+ * Full consistency check of free lists, buddy pairs, pcp lists/counts, pageblock bits and
+ * free counts. Call while every CPU is quiet (after a stress test). page_alloc_check()
+ * panics on the first error (pfn, state, caller); page_alloc_check_report() never panics
+ * and fills @r (may be NULL), returning the number of errors.
+ */
+struct page_check_result {
+	unsigned errors;
+	u64 buddy_pages;	/* pages in buddy blocks (walked) */
+	u64 pcp_pages;		/* pages on pcp lists (walked) */
+	u64 stale_blocks;	/* buddy blocks on a list != their pageblock's type (legal) */
+	u64 first_bad_pfn;
+	const char *first_error;
+};
+void page_alloc_check(void);
+unsigned page_alloc_check_report(struct page_check_result *r);
+
+/* Print free pages per order and migratetype, pcp counts per CPU, watermarks, stamps. */
+void page_alloc_print_info(void);
+/* Boot hook: prints page_alloc_print_info() when the `meminfo=on` option is set. */
+void page_alloc_boot_report(void);
+
 #endif
