@@ -113,6 +113,24 @@ def tool_tests(outdir, out=sys.stdout):
     return p, f, s
 
 
+def clang_build(outdir, out=sys.stdout):
+    """The kernel must also build with clang (-Wall -Wextra -Werror): one check."""
+    import shutil
+    if not shutil.which("clang"):
+        out.write("SKIP clang-build (clang not installed)\n")
+        return 0, 0, 1
+    log = os.path.join(outdir, "clang-build.log")
+    r = subprocess.run(["make", "-s", "-j2", "CC=clang", "BUILD=build/clang", "build/clang/baremm.elf"],
+                       cwd=runner.ROOT, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    ok = r.returncode == 0
+    out.write("%s clang-build (make CC=clang)\n" % ("PASS" if ok else "FAIL"))
+    if not ok:
+        out.write("".join("    " + line + "\n" for line in (r.stdout + r.stderr).splitlines()[-20:]))
+    return (1, 0, 0) if ok else (0, 1, 0)
+
+
 def failure_details(k):
     """[(suite.test, diagnostics)] of the failed leaf tests in a ktap dict."""
     out = []
@@ -244,6 +262,9 @@ def main(args, out=sys.stdout):
         out.flush()
     if not args.no_unittest:
         tally.add(*tool_tests(outdir, out))
+        out.flush()
+    if not args.no_build:
+        tally.add(*clang_build(outdir, out))
         out.flush()
     results = run_matrix(entries, outdir, args.jobs, out, build_error=build_error)
     for r in results:
