@@ -45,6 +45,7 @@ static u64 ev_delta[MAX_VARIANTS][NR_EVENTS];
 static u64 ops_total[MAX_VARIANTS];
 static u64 sort_tmp[MAX_RUNS];
 static struct bench_sample cpu_samples[NR_CPUS];
+static u64 percpu_sum[MAX_VARIANTS][NR_CPUS];	/* per-op cost x100 summed over runs */
 
 struct summary {
 	const char *bench;
@@ -221,9 +222,10 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	for (int e = 0; e < NR_EVENTS && n < (int)sizeof(line) - 64; e++) {
 		if (!ev_delta[v][e])
 			continue;
-		char val[24];
-		print_fx(val, sizeof(val), ev_delta[v][e] * 100 / (ops_total[v] ? ops_total[v] : 1));
-		n += snprintf(line + n, sizeof(line) - (size_t)n, " ev.%s=%s", event_names[e], val);
+		/* per op with 4 decimals, so an event once per thousands of ops stays visible */
+		u64 x = ev_delta[v][e] * 10000 / (ops_total[v] ? ops_total[v] : 1);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " ev.%s=%lu.%04lu", event_names[e],
+			      (unsigned long)(x / 10000), (unsigned long)(x % 10000));
 	}
 	printk("%s\n", line);
 	/* raw per-run values for significance tests on the host */
@@ -235,6 +237,17 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", r ? "," : "", val);
 	}
 	printk("%s\n", line);
+	if (b->parallel) {
+		/* each CPU's own figure: mean over the runs of its cost per op */
+		n = snprintf(line, sizeof(line), "BAREMM-INFO bench=%s variant=%s%s percpu_mean=", b->name,
+			     variant, kase);
+		for (unsigned c = 0; c < ctx->ncpus && n < (int)sizeof(line) - 32; c++) {
+			char val[24];
+			print_fx(val, sizeof(val), percpu_sum[v][c] / runs);
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", c ? "," : "", val);
+		}
+		printk("%s\n", line);
+	}
 	bench_results_printed++;
 	if (nsummary < MAX_SUMMARY) {
 		struct summary *s = &summary[nsummary++];
@@ -299,6 +312,7 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 		}
 		memset(ev_delta, 0, sizeof(ev_delta));
 		memset(ops_total, 0, sizeof(ops_total));
+		memset(percpu_sum, 0, sizeof(percpu_sum));
 		for (unsigned r = 0; r < warm + runs; r++) {
 			for (unsigned v = 0; v < nvar; v++) {
 				if (vs->opt)
@@ -309,6 +323,9 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 				if (ctx.warmup)
 					continue;
 				samples[v][r - warm] = per_op;
+				for (unsigned c = 0; b->parallel && c < ctx.ncpus; c++)
+					percpu_sum[v][c] += cpu_samples[c].cycles * 100 /
+							    (cpu_samples[c].ops ? cpu_samples[c].ops : 1);
 				tput[v][r - warm] = ops_s * 100;
 				ops_total[v] += ops;
 				for (int e = 0; e < NR_EVENTS; e++)

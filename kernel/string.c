@@ -1,18 +1,28 @@
 #include "kernel/string.h"
 
 #ifndef BAREMM_HOST
-/* rep stos/movs: short and fast on every x86_64 (ERMSB on most), no SSE needed. */
+/*
+ * rep stos/movs: no SSE needed. Whole 8-byte words go through the q forms: hardware
+ * does either form at full speed, but QEMU emulates (and -icount counts) every
+ * iteration, so a 4 KiB page costs 512 iterations instead of 4096 and emulated
+ * figures are not dominated by byte loops.
+ */
 void *memset(void *s, int c, size_t n)
 {
 	void *d = s;
-	__asm__ __volatile__("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+	size_t words = n / 8, tail = n % 8;
+	u64 pattern = 0x0101010101010101ULL * (u8)c;
+	__asm__ __volatile__("rep stosq" : "+D"(d), "+c"(words) : "a"(pattern) : "memory");
+	__asm__ __volatile__("rep stosb" : "+D"(d), "+c"(tail) : "a"(c) : "memory");
 	return s;
 }
 
 void *memcpy(void *restrict d, const void *restrict s, size_t n)
 {
 	void *r = d;
-	__asm__ __volatile__("rep movsb" : "+D"(d), "+S"(s), "+c"(n)::"memory");
+	size_t words = n / 8, tail = n % 8;
+	__asm__ __volatile__("rep movsq" : "+D"(d), "+S"(s), "+c"(words)::"memory");
+	__asm__ __volatile__("rep movsb" : "+D"(d), "+S"(s), "+c"(tail)::"memory");
 	return r;
 }
 
