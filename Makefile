@@ -92,6 +92,20 @@ test: deps
 	@$(MAKE) -s $(ISO)
 	$(PYTHON) tools/baremm test
 
+# The seed experiments (docs/EXPERIMENTS.md): make seed-000 ... seed-004, or all of them.
+seed-%: deps $(ISO)
+	$(PYTHON) tools/baremm experiment $*
+
+seeds: deps $(ISO)
+	$(PYTHON) tools/baremm experiment all
+
+# Deterministic-mode regression check against tests/perf/baseline.json.
+perf-check: deps $(ISO)
+	$(PYTHON) tools/baremm perf-check
+
+perf-baseline: deps $(ISO)
+	$(PYTHON) tools/baremm perf-check --update
+
 debug: deps $(ISO)
 	tools/debug.sh
 
@@ -99,6 +113,6 @@ clean:
 	rm -rf $(BUILD) $(ISO)
 
 FORCE:
-.PHONY: all deps run bench test debug clean host-test host-build FORCE
+.PHONY: all deps run bench test debug clean host-test host-build seeds perf-check perf-baseline FORCE
 
 -include $(KOBJS:.o=.d)
