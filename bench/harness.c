@@ -16,6 +16,7 @@
 #include "kernel/ktest.h"
 #include "kernel/panic.h"
 #include "arch/x86_64/tsc.h"
+#include "arch/x86_64/pmu.h"
 
 DEFINE_OPTION_STRING(opt_bench, "bench", NULL,
 		     "run the benchmarks matching this glob ('list' lists them, 'default' = make run's suite)");
@@ -46,6 +47,8 @@ static u64 ops_total[MAX_VARIANTS];
 static u64 sort_tmp[MAX_RUNS];
 static struct bench_sample cpu_samples[NR_CPUS];
 static u64 percpu_sum[MAX_VARIANTS][NR_CPUS];	/* per-op cost x100 summed over runs */
+static struct pmu_snapshot pmu_delta[NR_CPUS];	/* this round, per CPU */
+static u64 pmu_total[MAX_VARIANTS][2];		/* instructions, cycles over the runs */
 
 struct summary {
 	const char *bench;
@@ -82,7 +85,12 @@ static void par_body(void *arg)
 	smp_barrier_wait(&pr->start);
 	set_doing(pr->ctx->b->name);
 	cpu_samples[me].cycles = cpu_samples[me].ops = 0;
+	struct pmu_snapshot p0, p1;
+	pmu_read(&p0);
 	pr->ctx->b->run(pr->ctx, &cpu_samples[me]);
+	pmu_read(&p1);
+	pmu_delta[me].instructions = p1.instructions - p0.instructions;
+	pmu_delta[me].cycles = p1.cycles - p0.cycles;
 	smp_barrier_wait(&pr->end);
 	if (me == 0)
 		events_snapshot(pr->ev_after);
@@ -107,7 +115,12 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 		events_snapshot(pr.ev_before);
 		cpu_samples[0].cycles = cpu_samples[0].ops = 0;
 		set_doing(b->name);
+		struct pmu_snapshot p0, p1;
+		pmu_read(&p0);
 		b->run(ctx, &cpu_samples[0]);
+		pmu_read(&p1);
+		pmu_delta[0].instructions = p1.instructions - p0.instructions;
+		pmu_delta[0].cycles = p1.cycles - p0.cycles;
 		events_snapshot(pr.ev_after);
 	}
 	u64 sum = 0, tsum = 0, osum = 0;
@@ -219,6 +232,12 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 		stats_compute(tput[v], runs, sort_tmp, &ts);
 		n += snprintf(line + n, sizeof(line) - (size_t)n, " ops_per_s=%lu", (unsigned long)(ts.median / 100));
 	}
+	if (pmu_usable) {
+		/* the body's whole run, setup inside it included: instructions and core cycles */
+		u64 o = ops_total[v] ? ops_total[v] : 1;
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " pmu.instructions=%lu pmu.cycles=%lu",
+			      (unsigned long)(pmu_total[v][0] / o), (unsigned long)(pmu_total[v][1] / o));
+	}
 	for (int e = 0; e < NR_EVENTS && n < (int)sizeof(line) - 64; e++) {
 		if (!ev_delta[v][e])
 			continue;
@@ -313,6 +332,7 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 		memset(ev_delta, 0, sizeof(ev_delta));
 		memset(ops_total, 0, sizeof(ops_total));
 		memset(percpu_sum, 0, sizeof(percpu_sum));
+		memset(pmu_total, 0, sizeof(pmu_total));
 		for (unsigned r = 0; r < warm + runs; r++) {
 			for (unsigned v = 0; v < nvar; v++) {
 				if (vs->opt)
@@ -328,6 +348,10 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 							    (cpu_samples[c].ops ? cpu_samples[c].ops : 1);
 				tput[v][r - warm] = ops_s * 100;
 				ops_total[v] += ops;
+				for (unsigned c = 0; c < (b->parallel ? ctx.ncpus : 1); c++) {
+					pmu_total[v][0] += pmu_delta[c].instructions;
+					pmu_total[v][1] += pmu_delta[c].cycles;
+				}
 				for (int e = 0; e < NR_EVENTS; e++)
 					ev_delta[v][e] += ev[e];
 			}

@@ -24,6 +24,7 @@
 #include "arch/x86_64/desc.h"
 #include "arch/x86_64/tsc.h"
 #include "arch/x86_64/tlb.h"
+#include "arch/x86_64/pmu.h"
 #include "mm/direct_map.h"
 #include "mm/physmem.h"
 
@@ -294,6 +295,7 @@ void cpu_init_common(unsigned cpu)
 	if (cpu != 0 && apic_read_id() != pc->apic_id)
 		panic("CPU %u: APIC id %u, expected %u", cpu, apic_read_id(), pc->apic_id);
 	pc->tsc_at_online = rdtsc();
+	pmu_init_cpu();
 	watchdog_cpu_init();
 }
 
