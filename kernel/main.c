@@ -17,6 +17,7 @@
 #include "kernel/smp.h"
 #include "kernel/watchdog.h"
 #include "kernel/boot.h"
+#include "kernel/atomic.h"
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/serial.h"
 #include "arch/x86_64/desc.h"
@@ -32,7 +33,7 @@ DEFINE_OPTION_STRING(opt_tests, "tests", NULL,
 		     "run the in-kernel tests matching this glob over suite.name ('list' lists them)");
 DEFINE_OPTION_ENUM(opt_selftest, "selftest", 0,
 		   "provoke a failure to check the failure paths (exit status and report)",
-		   "none", "hang", "hang_irqoff", "panic", "pagefault", "stack_overflow");
+		   "none", "hang", "hang_irqoff", "panic", "pagefault", "stack_overflow", "stuck_cpu");
 
 struct boot_info boot_info;
 static u8 mbi_copy[64 * 1024] __aligned(8);
@@ -113,6 +114,19 @@ static u64 __attribute__((noinline)) overflow_stack(u64 depth)
 	return overflow_stack(depth + 1) + pad[0];
 }
 
+static void spin_irqs_off(void *arg)
+{
+	(void)arg;
+	set_doing("selftest=stuck_cpu: spinning with interrupts off");
+	for (;;)
+		cpu_relax();
+}
+
+static void empty_call(void *arg)
+{
+	(void)arg;
+}
+
 static void run_selftest(void)
 {
 	switch (opt_selftest) {
@@ -136,6 +150,15 @@ static void run_selftest(void)
 	case 5:
 		printk("selftest: overflowing the kernel stack into its guard page\n");
 		overflow_sink = overflow_stack(0);
+		break;
+	case 6:
+		if (nr_cpu_ids < 2) {
+			printk("BAREMM-ERROR selftest=stuck_cpu needs 2 CPUs\n");
+			kernel_exit(EXIT_BENCH_ERROR);
+		}
+		printk("selftest: CPU 1 stops answering; CPU 0 calls it\n");
+		smp_call_function_single(1, spin_irqs_off, NULL, false);
+		smp_call_function_single(1, empty_call, NULL, true);
 		break;
 	}
 }
