@@ -15,6 +15,7 @@
 
 static int panicking = -1;	/* CPU that owns the panic, or -1 */
 bool smp_stopping;
+extern bool oops_in_progress;
 
 void dump_backtrace(u64 rbp)
 {
@@ -55,6 +56,7 @@ bool panic_enter(void)
 	__asm__ __volatile__("cli");
 	int me = (int)smp_processor_id();
 	int expected = -1;
+	WRITE_ONCE(oops_in_progress, true);
 	if (!atomic_cmpxchg(&panicking, &expected, me)) {
 		if (expected == me) {
 			printk("PANIC: nested fault on CPU %d while panicking\n", me);

@@ -12,6 +12,7 @@
 static spinlock_t console_lock = SPINLOCK_INIT;
 static volatile int console_owner = -1;
 static bool console_ready;
+bool oops_in_progress;	/* panic: a stopped CPU may hold the lock; take it by force */
 
 struct outbuf {
 	char *buf;
@@ -186,14 +187,26 @@ void console_write(const char *s, size_t n)
 	unsigned long flags = local_irq_save();
 	int me = console_ready ? (int)smp_processor_id() : 0;
 	bool nested = READ_ONCE(console_owner) == me;
+	bool locked = false;
 	if (!nested) {
-		spin_lock(&console_lock);
+		if (!READ_ONCE(oops_in_progress)) {
+			spin_lock(&console_lock);
+			locked = true;
+		} else {
+			/* bounded wait: the holder may have been stopped by the panic NMI */
+			for (long i = 0; i < 10000000 && !locked; i++) {
+				locked = spin_trylock(&console_lock);
+				if (!locked)
+					cpu_relax();
+			}
+		}
 		console_owner = me;
 	}
 	console_emit(s, n);
 	if (!nested) {
 		console_owner = -1;
-		spin_unlock(&console_lock);
+		if (locked)
+			spin_unlock(&console_lock);
 	}
 	local_irq_restore(flags);
 }
