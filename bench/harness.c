@@ -303,6 +303,8 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 	unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : b->def_cpus ? b->def_cpus : nr_cpu_ids;
 	if (!b->parallel && !opt_bench_cpus)
 		want = b->def_cpus ? MIN(b->def_cpus, nr_cpu_ids) : nr_cpu_ids;
+	if (!b->parallel && b->def_cpus == 1)
+		want = 1;	/* a one-CPU body: bench_cpus= would only mislabel the figure */
 	if (want > nr_cpu_ids || nr_cpu_ids < b->min_cpus || want < b->min_cpus) {
 		printk("BAREMM-ERROR bench %s: needs %u CPUs (at least %u), %u online; boot with more "
 		       "CPUs (-smp) or set bench_cpus=\n", b->name, MAX(want, b->min_cpus), b->min_cpus,
