@@ -1,0 +1,442 @@
+/*
+ * Linux reference side of baremm's mm benchmarks (tools/linux-ref/README.md).
+ *
+ * Built with `gcc -static -O2 -pthread`, packed as /init of an initramfs and booted on a
+ * stock Debian kernel in the same QEMU as baremm. It is the whole userspace: it mounts
+ * sysfs/proc only to report the kernel's settings, runs the microbenchmarks, prints one
+ * `LREF ...` line per result to the console and powers the machine off.
+ *
+ * Timing is rdtsc around the operations; under `-icount shift=0` one TSC tick is one
+ * guest instruction, so the figures are instructions per operation and repeat exactly.
+ *
+ * Benchmarks (same shapes as baremm's bench/vm.c and bench/tlb.c):
+ *   pf1                 8 MiB private anonymous: mmap, write one byte per 4 KiB page,
+ *                       munmap; 2048 faults per run. op = one fault, map/unmap amortised
+ *                       (baremm vm.page_fault1 bench_cpus=1). pf1_touch: the same runs,
+ *                       only the write loop timed.
+ *   sparse_fork         1 or 16 GiB region (1 GiB aligned, MAP_NORESERVE), one byte read
+ *                       per 2 MiB (a page table each), then fork + child _exit + waitpid.
+ *                       op = one table page (len/2M PTs + len/1G PMDs), fork/exit fixed
+ *                       costs amortised (baremm vm.sparse_tables). fork_empty: the same
+ *                       fork + exit + wait without the region (per fork), so
+ *                       sparse_fork_marginal = (sparse - empty) / tables.
+ *   sparse_munmap       mmap the region, one read per 2 MiB, munmap. op = one table page
+ *                       (baremm vm.sparse_tables_munmap).
+ *   zap_madvise/zap_munmap  N = 1, 32, 64 written pages zapped by madvise(MADV_DONTNEED)
+ *                       or munmap, only the call timed (the re-mmap and re-touch are not).
+ *                       remote=0: no second thread. remote=1: a second thread of the same
+ *                       process pinned to CPU 1 spins reading a flag in the same mm, so
+ *                       every flush must shoot down CPU 1. spin=pause / spin=busy: the
+ *                       spinner's loop with or without the pause instruction (under icount
+ *                       pause hands the vCPU over; a busy loop holds it for its quantum).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAGE 4096UL
+#define PMD_SZ (2UL << 20)
+#define PUD_SZ (1UL << 30)
+#define SPARSE_VA 0x100000000000UL /* 16 TiB: 1 GiB aligned, far from everything else */
+#define MAXRUNS 64
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("LREF-ERROR ");
+	vprintf(fmt, ap);
+	printf(" (errno %d %s)\n", errno, strerror(errno));
+	va_end(ap);
+	fflush(stdout);
+	sync();
+	reboot(RB_POWER_OFF);
+	_exit(1);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* One result line: per-op values of every measured run, median/min/max. */
+static void report(const char *name, const char *cas, const char *unit, double *v, int n,
+		   uint64_t ops_per_run)
+{
+	double s[MAXRUNS];
+	memcpy(s, v, n * sizeof(double));
+	qsort(s, n, sizeof(double), cmp_d);
+	double med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	printf("LREF bench=%s case=%s unit=%s median=%.1f min=%.1f max=%.1f runs=%d ops_per_run=%llu values=",
+	       name, cas, unit, med, s[0], s[n - 1], n, (unsigned long long)ops_per_run);
+	for (int i = 0; i < n; i++)
+		printf("%s%.1f", i ? "," : "", v[i]);
+	printf("\n");
+	fflush(stdout);
+}
+
+static int g_runs = 8, g_warmup = 1;
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity(cpu %d)", cpu);
+}
+
+/* ---- page fault (vm.page_fault1) ---- */
+
+static void bench_pf1(void)
+{
+	const uint64_t len = 8UL << 20, pages = len / PAGE, iters = 2048;
+	double all[MAXRUNS], touch[MAXRUNS];
+	for (int r = -g_warmup; r < g_runs; r++) {
+		uint64_t done = 0, tt = 0;
+		uint64_t t0 = rdtsc();
+		while (done < iters) {
+			uint64_t n = pages < iters - done ? pages : iters - done;
+			volatile char *a = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
+						MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (a == MAP_FAILED)
+				die("pf1 mmap");
+			uint64_t t1 = rdtsc();
+			for (uint64_t i = 0; i < n; i++)
+				a[i * PAGE] = 1;
+			tt += rdtsc() - t1;
+			if (munmap((void *)a, n * PAGE))
+				die("pf1 munmap");
+			done += n;
+		}
+		uint64_t t = rdtsc() - t0;
+		if (r >= 0) {
+			all[r] = (double)t / done;
+			touch[r] = (double)tt / done;
+		}
+	}
+	report("pf1", "8MiB", "per_fault", all, g_runs, iters);
+	report("pf1_touch", "8MiB", "per_fault", touch, g_runs, iters);
+}
+
+/* ---- page-table build + teardown (vm.sparse_tables, vm.sparse_tables_munmap) ---- */
+
+static void sparse_read(volatile char *a, uint64_t len)
+{
+	for (uint64_t off = 0; off < len; off += PMD_SZ)
+		if (a[off] != 0)
+			die("sparse region not zero");
+}
+
+static volatile char *sparse_map(uint64_t len)
+{
+	void *a = mmap((void *)SPARSE_VA, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (a == MAP_FAILED || a != (void *)SPARSE_VA)
+		die("sparse mmap of %llu MiB", (unsigned long long)(len >> 20));
+	return a;
+}
+
+static uint64_t fork_exit_wait(void)
+{
+	uint64_t t0 = rdtsc();
+	pid_t p = fork();
+	if (p < 0)
+		die("fork");
+	if (p == 0)
+		_exit(0);
+	int st;
+	if (waitpid(p, &st, 0) != p)
+		die("waitpid");
+	return rdtsc() - t0;
+}
+
+static double bench_fork_empty(void)
+{
+	double v[MAXRUNS];
+	for (int r = -g_warmup; r < g_runs; r++) {
+		uint64_t t = fork_exit_wait();
+		if (r >= 0)
+			v[r] = (double)t;
+	}
+	report("fork_empty", "-", "per_fork", v, g_runs, 1);
+	double s[MAXRUNS];
+	memcpy(s, v, sizeof(double) * g_runs);
+	qsort(s, g_runs, sizeof(double), cmp_d);
+	return g_runs % 2 ? s[g_runs / 2] : (s[g_runs / 2 - 1] + s[g_runs / 2]) / 2;
+}
+
+static void bench_sparse_fork(uint64_t gib, double empty)
+{
+	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
+	volatile char *a = sparse_map(len);
+	/*
+	 * fork copies the page tables of an anonymous VMA only if it has an anon_vma, which a
+	 * read fault (zero page) never creates: one write to the first page gives it one.
+	 */
+	a[0] = 1;
+	sparse_read(a + PMD_SZ, len - PMD_SZ);
+	double v[MAXRUNS], m[MAXRUNS];
+	for (int r = -g_warmup; r < g_runs; r++) {
+		uint64_t t = fork_exit_wait();
+		if (r >= 0) {
+			v[r] = (double)t / tables;
+			m[r] = ((double)t - empty) / tables;
+		}
+	}
+	char cas[32];
+	snprintf(cas, sizeof(cas), "gib=%llu", (unsigned long long)gib);
+	report("sparse_fork", cas, "per_table", v, g_runs, tables);
+	report("sparse_fork_marginal", cas, "per_table", m, g_runs, tables);
+	if (munmap((void *)a, len))
+		die("sparse munmap");
+}
+
+static void bench_sparse_munmap(uint64_t gib)
+{
+	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
+	double v[MAXRUNS];
+	for (int r = -g_warmup; r < g_runs; r++) {
+		uint64_t t0 = rdtsc();
+		volatile char *a = sparse_map(len);
+		sparse_read(a, len);
+		if (munmap((void *)a, len))
+			die("sparse munmap");
+		uint64_t t = rdtsc() - t0;
+		if (r >= 0)
+			v[r] = (double)t / tables;
+	}
+	char cas[32];
+	snprintf(cas, sizeof(cas), "gib=%llu", (unsigned long long)gib);
+	report("sparse_munmap", cas, "per_table", v, g_runs, tables);
+}
+
+/* ---- zap with or without a shootdown ---- */
+
+static volatile int spin_stop, spin_ready;
+static int spin_pause;
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	pin(1);
+	__atomic_store_n(&spin_ready, 1, __ATOMIC_RELEASE);
+	if (spin_pause)
+		while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE))
+			__builtin_ia32_pause();
+	else
+		while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE))
+			;
+	return NULL;
+}
+
+/*
+ * The zapped pages live at a fixed place: ZAP_VA + 2 pages, with a one-page PROT_NONE
+ * guard at ZAP_VA in the same 2 MiB. The gap stops the zap region from merging with a
+ * neighbouring VMA (munmap would then split a VMA), and the guard keeps the page table
+ * alive (munmap would otherwise free the table, and the PMD/PUD above it, every time).
+ */
+#define ZAP_VA 0x200000000000UL
+
+static volatile char *zap_map(uint64_t n)
+{
+	void *b = mmap((void *)(ZAP_VA + 2 * PAGE), n * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (b == MAP_FAILED || b != (void *)(ZAP_VA + 2 * PAGE))
+		die("zap mmap of %llu pages", (unsigned long long)n);
+	return b;
+}
+
+static void zap_cases(const char *tag, int iters)
+{
+	static const uint64_t npages[] = { 1, 32, 64 };
+	static int guard;
+	if (!guard++ && mmap((void *)ZAP_VA, PAGE, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != (void *)ZAP_VA)
+		die("zap guard mmap");
+	for (unsigned k = 0; k < sizeof(npages) / sizeof(npages[0]); k++) {
+		uint64_t n = npages[k];
+		double v[MAXRUNS];
+		char cas[64];
+		snprintf(cas, sizeof(cas), "pages=%llu,%s", (unsigned long long)n, tag);
+		/* madvise(MADV_DONTNEED): the VMA stays, the pages and their PTEs go */
+		volatile char *a = zap_map(64);
+		for (int r = -g_warmup; r < g_runs; r++) {
+			uint64_t t = 0;
+			for (int i = 0; i < iters; i++) {
+				for (uint64_t p = 0; p < n; p++)
+					a[p * PAGE] = 1;
+				uint64_t t0 = rdtsc();
+				if (madvise((void *)a, n * PAGE, MADV_DONTNEED))
+					die("madvise");
+				t += rdtsc() - t0;
+			}
+			if (r >= 0)
+				v[r] = (double)t / iters;
+		}
+		munmap((void *)a, 64 * PAGE);
+		report("zap_madvise", cas, "per_call", v, g_runs, iters);
+		/* munmap: the VMA goes too (the mmap and the touch are not timed) */
+		for (int r = -g_warmup; r < g_runs; r++) {
+			uint64_t t = 0;
+			for (int i = 0; i < iters; i++) {
+				volatile char *b = zap_map(n);
+				for (uint64_t p = 0; p < n; p++)
+					b[p * PAGE] = 1;
+				uint64_t t0 = rdtsc();
+				if (munmap((void *)b, n * PAGE))
+					die("munmap");
+				t += rdtsc() - t0;
+			}
+			if (r >= 0)
+				v[r] = (double)t / iters;
+		}
+		report("zap_munmap", cas, "per_call", v, g_runs, iters);
+	}
+}
+
+static void bench_zap(int ncpus, int iters)
+{
+	pin(0);
+	zap_cases("remote=0", iters);
+	if (ncpus < 2)
+		return;
+	for (int mode = 0; mode < 2; mode++) {
+		pthread_t th;
+		spin_pause = mode == 0;
+		spin_stop = 0;
+		spin_ready = 0;
+		if (pthread_create(&th, NULL, spinner, NULL))
+			die("pthread_create");
+		while (!__atomic_load_n(&spin_ready, __ATOMIC_ACQUIRE))
+			__builtin_ia32_pause();
+		zap_cases(mode == 0 ? "remote=1,spin=pause" : "remote=1,spin=busy", iters);
+		__atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(th, NULL);
+	}
+}
+
+/* ---- environment ---- */
+
+static void print_file(const char *tag, const char *path)
+{
+	char buf[256] = "";
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	printf("LREF-INFO %s: %s\n", tag, buf);
+}
+
+static void env_info(int ncpus)
+{
+	struct utsname u;
+	uname(&u);
+	printf("LREF-INFO kernel %s %s %s cpus=%d\n", u.sysname, u.release, u.version, ncpus);
+	mkdir("/proc", 0755);
+	mkdir("/sys", 0755);
+	mount("proc", "/proc", "proc", 0, NULL);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	print_file("cmdline", "/proc/cmdline");
+	print_file("thp", "/sys/kernel/mm/transparent_hugepage/enabled");
+	print_file("clocksource", "/sys/devices/system/clocksource/clocksource0/current_clocksource");
+	static const char *vulns[] = { "meltdown", "spectre_v1", "spectre_v2", "retbleed",
+				       "spec_store_bypass", "mds", "srbds" };
+	for (unsigned i = 0; i < sizeof(vulns) / sizeof(vulns[0]); i++) {
+		char p[128];
+		snprintf(p, sizeof(p), "/sys/devices/system/cpu/vulnerabilities/%s", vulns[i]);
+		print_file(vulns[i], p);
+	}
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (f) {
+		char line[512];
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "model name", 10) || !strncmp(line, "flags", 5)) {
+				line[strcspn(line, "\n")] = 0;
+				printf("LREF-INFO cpu0 %s\n", line);
+				if (!strncmp(line, "flags", 5))
+					break;
+			}
+		fclose(f);
+	}
+	fflush(stdout);
+}
+
+static int open_console(void)
+{
+	if (write(1, "", 0) == 0 && fcntl(1, F_GETFD) >= 0)
+		return 0;
+	mkdir("/dev", 0755);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	int fd = open("/dev/console", O_RDWR);
+	if (fd < 0)
+		return -1;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	open_console();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* belt and braces with transparent_hugepage=never: no huge pages in this process */
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	int ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	const char *only = getenv("lref_only"); /* kernel cmdline lref_only=pf|sparse|zap */
+	const char *runs = getenv("lref_runs");
+	if (runs && atoi(runs) > 0 && atoi(runs) <= MAXRUNS)
+		g_runs = atoi(runs);
+	env_info(ncpus);
+	printf("LREF-START runs=%d warmup=%d\n", g_runs, g_warmup);
+	pin(0);
+	if (!only || !strcmp(only, "pf"))
+		bench_pf1();
+	if (!only || !strcmp(only, "sparse")) {
+		double empty = bench_fork_empty();
+		bench_sparse_fork(1, empty);
+		bench_sparse_fork(16, empty);
+		bench_sparse_munmap(1);
+		bench_sparse_munmap(16);
+	}
+	if (!only || !strcmp(only, "zap"))
+		bench_zap(ncpus, 100);
+	printf("LREF-END\n");
+	fflush(stdout);
+	sync();
+	reboot(RB_POWER_OFF);
+	return 0;
+}

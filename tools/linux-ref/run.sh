@@ -1,0 +1,121 @@
+#!/bin/bash
+# Linux reference side of baremm's mm benchmarks: build ref.c as /init of an initramfs,
+# boot a stock Debian kernel in the same QEMU as baremm, print the results as a table.
+# See tools/linux-ref/README.md.
+#
+#   tools/linux-ref/run.sh                 # the default matrix (4 boots, see below)
+#   tools/linux-ref/run.sh boot SMP MODE [ONLY] [EXTRA_APPEND]
+#        SMP = 1|2, MODE = icount|tcg, ONLY = all|pf|sparse|zap
+#   tools/linux-ref/run.sh table LOG...    # table from saved serial logs
+#
+# Environment: LREF_OUT (output directory, default results/linux-ref-<timestamp>),
+# LREF_KERNEL (default: newest /boot/vmlinuz-*), LREF_TIMEOUT (seconds per boot, 1800),
+# LREF_CPU (QEMU -cpu, default max; max,-erms,-fsrm makes Linux clear pages with rep stosq).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+ICOUNT="shift=0,sleep=off,align=off"
+BASE_APPEND="console=ttyS0 quiet transparent_hugepage=never"
+
+need_root() { [ "$(id -u)" = 0 ] && echo "" || echo sudo; }
+
+install_deps() {
+	local pkgs=()
+	command -v gcc >/dev/null || pkgs+=(gcc libc6-dev)
+	[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || pkgs+=(libc6-dev)
+	command -v cpio >/dev/null || pkgs+=(cpio)
+	command -v gzip >/dev/null || pkgs+=(gzip)
+	command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
+	ls /boot/vmlinuz-* >/dev/null 2>&1 || pkgs+=(linux-image-amd64)
+	if [ ${#pkgs[@]} -gt 0 ]; then
+		echo "linux-ref: installing ${pkgs[*]}" >&2
+		$(need_root) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${pkgs[@]}" >&2
+	fi
+	# QEMU >= 8 is needed for -icount with -smp 2 (see /work/shared/qemu-facts.md,
+	# README.md: tools/install-deps.sh installs QEMU 10 from bookworm-backports)
+	local v
+	v=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
+	if [ "${v:-0}" -lt 8 ]; then
+		echo "linux-ref: QEMU $v is too old for -icount -smp 2; run tools/install-deps.sh" >&2
+		exit 1
+	fi
+}
+
+kernel() {
+	if [ -n "${LREF_KERNEL:-}" ]; then echo "$LREF_KERNEL"; return; fi
+	ls /boot/vmlinuz-* | sort -V | tail -1
+}
+
+build_initrd() {
+	local out=$1 tmp
+	tmp=$(mktemp -d)
+	gcc -static -O2 -pthread -Wall -Wextra -o "$tmp/init" "$HERE/ref.c"
+	(cd "$tmp" && echo init | cpio -o -H newc --quiet | gzip -9 >"$out/initrd.gz")
+	cp "$tmp/init" "$out/init"
+	rm -rf "$tmp"
+}
+
+# boot OUT SMP MODE ONLY EXTRA -> OUT/linux-smpSMP-MODE-ONLY.log
+boot() {
+	local out=$1 smp=$2 mode=$3 only=$4 extra=${5:-} log append
+	local -a ic=()
+	[ "$mode" = icount ] && ic=(-icount "$ICOUNT")
+	append="$BASE_APPEND $extra"
+	[ "$only" != all ] && append="$append lref_only=$only"
+	log="$out/linux-smp$smp-$mode-$only${LREF_CPU:+-$(echo "$LREF_CPU" | tr -c 'a-zA-Z0-9=\n' _)}${extra:+-$(echo "$extra" | tr -c 'a-zA-Z0-9=\n' _)}.log"
+	local cmd=(qemu-system-x86_64 -machine q35 -cpu "${LREF_CPU:-max}" -m 512M -smp "$smp"
+		-kernel "$(kernel)" -initrd "$out/initrd.gz" -append "$append"
+		-nographic -no-reboot "${ic[@]}")
+	echo "linux-ref: ${cmd[*]}" >&2
+	echo "# ${cmd[*]}" >"$log"
+	timeout "${LREF_TIMEOUT:-1800}" "${cmd[@]}" </dev/null 2>&1 | tr -d '\r' >>"$log" || true
+	if ! grep -q '^LREF-END' "$log"; then
+		echo "linux-ref: boot did not finish, see $log" >&2
+		grep LREF-ERROR "$log" >&2 || tail -5 "$log" >&2
+		return 1
+	fi
+	echo "$log"
+}
+
+# table LOG...: one row per result line, median instructions (icount) or TSC ticks (tcg)
+table() {
+	printf '%-22s %-28s %-5s %-7s %12s %12s %12s\n' bench case smp mode median min max
+	local f smp mode
+	for f in "$@"; do
+		smp=$(sed -n 's/.* -smp \([0-9]*\) .*/\1/p' "$f" | head -1)
+		if grep -q -- '-icount' "$f"; then mode=icount; else mode=tcg; fi
+		grep '^LREF bench=' "$f" | awk -v smp="$smp" -v mode="$mode" '{
+			for (i = 2; i <= NF; i++) { k = index($i, "="); v[substr($i, 1, k - 1)] = substr($i, k + 1) }
+			printf "%-22s %-28s %-5s %-7s %12s %12s %12s\n", v["bench"], v["case"], smp, mode, v["median"], v["min"], v["max"]
+		}'
+	done
+}
+
+main() {
+	local cmd=${1:-matrix}
+	case "$cmd" in
+	table) shift; table "$@"; return ;;
+	boot | matrix) ;;
+	*) sed -n '2,14p' "$0"; exit 2 ;;
+	esac
+	install_deps
+	local out=${LREF_OUT:-$ROOT/results/linux-ref-$(date +%Y%m%d-%H%M%S)}
+	mkdir -p "$out"
+	build_initrd "$out"
+	echo "linux-ref: kernel $(kernel), output $out" >&2
+	local logs=()
+	if [ "$cmd" = boot ]; then
+		logs+=("$(boot "$out" "${2:-1}" "${3:-icount}" "${4:-all}" "${5:-}")")
+	else
+		# deterministic: everything on 1 CPU, the zaps with a second CPU; then plain TCG
+		logs+=("$(boot "$out" 1 icount all)")
+		logs+=("$(boot "$out" 2 icount zap)")
+		logs+=("$(boot "$out" 2 tcg zap)")
+		logs+=("$(boot "$out" 1 tcg all)")
+	fi
+	table "${logs[@]}" | tee "$out/table.txt"
+}
+
+main "$@"
+exit
