@@ -49,7 +49,14 @@
 	X(GATHER_BATCH_ALLOC, "batch_alloc")      /* extra gather batches */         \
 	X(GATHER_FALLBACK, "gather_fallback")     /* no batch page: sync fallback */ \
 	X(RCU_GP, "rcu_gp")                       /* grace periods completed */      \
-	X(RCU_TABLES_DEFERRED, "rcu_deferred")    /* table pages freed after a GP */
+	X(RCU_TABLES_DEFERRED, "rcu_deferred")    /* table pages freed after a GP */\
+	X(TLB_FLUSH_SEQ, "flush_seq")             /* remote flushes, sequential */   \
+	X(TLB_FLUSH_CONC, "flush_conc")           /* remote flushes, concurrent */   \
+	X(TLB_LAZY_LEAVE, "lazy_leave")           /* lazy CPU left its mm on flush */\
+	X(TLB_PCID_NOFLUSH, "pcid_noflush")       /* CR3 loads keeping an ASID */    \
+	X(TLB_TEST_SKIP, "test_skip_remote")      /* test: remote flush skipped */   \
+	X(TLB_TABLE_SYNC, "table_sync")           /* table fallback: sync all CPUs */\
+	X(PTFREE_BULK, "ptfree_bulk")             /* table batches freed in bulk */
 
 enum event {
 #define EVENT_ENUM(id, name) EV_##id,

@@ -284,8 +284,9 @@ int vm_munmap(struct mm_struct *mm, u64 start, u64 len)
 
 void mm_destroy(struct mm_struct *mm)
 {
-	if (current_mm() == mm)
-		switch_mm(NULL);
+	/* CPUs holding it lazily (switch_mm(NULL) keeps the root loaded), this one
+	 * included, switch to the kernel root first. */
+	tlb_mm_release(mm);
 	if (unlikely(!cpumask_empty(&mm->cpumask)))
 		panic("mm %u destroyed while still loaded on CPU %u", mm->id,
 		      cpumask_next(0, &mm->cpumask));
@@ -334,8 +335,8 @@ struct mm_struct *dup_mm(struct mm_struct *parent)
 	child->rss[MM_RSS_SHARED] = st.shared;
 	/* Private pages were write-protected in the parent: its TLBs must forget the
 	 * writable entries before anyone can write the page the child now shares. */
-	if (st.anon)
-		flush_tlb_mm_range(parent, 0, TLB_FLUSH_ALL, PAGE_SHIFT, false);
+	if (st.anon)	/* write-protection only: nothing is freed (early ack allowed) */
+		flush_tlb_mm_range_nofree(parent, 0, TLB_FLUSH_ALL, PAGE_SHIFT);
 	mm_unlock(parent);
 
 	if (err) {

@@ -1,7 +1,9 @@
 /*
- * mmu_gather, first version: page batches (on-stack bundle, then page-sized batches up to
- * a cap), delayed rmap for dirty shared pages, a page-sized batch of table pages freed one
- * by one right after the flush, range tracking. See mm/mmu_gather.h.
+ * mmu_gather: page batches (on-stack bundle, then page-sized batches up to a cap),
+ * delayed rmap for dirty shared pages, a page-sized batch of table pages freed after the
+ * shootdown (one by one or in bulk, right away or after a grace period), the synchronous
+ * fallback for a table when no batch page can be had, range tracking. See
+ * mm/mmu_gather.h.
  */
 #include "mm/mmu_gather.h"
 #include "mm/tlbflush.h"
@@ -11,6 +13,8 @@
 #include "kernel/events.h"
 #include "kernel/options.h"
 #include "kernel/panic.h"
+#include "kernel/smp.h"
+#include "kernel/rcu.h"
 
 DEFINE_VARIANT_ENUM(gather_rmap_batch, "rmapbatch", RMAPBATCH_MULTI,
 		    "how many pages a gather holding delayed-rmap (dirty shared) pages may collect "
@@ -18,6 +22,19 @@ DEFINE_VARIANT_ENUM(gather_rmap_batch, "rmapbatch", RMAPBATCH_MULTI,
 		    "local", "multi");
 DEFINE_VARIANT_BOOL(gather_nobatch, "gather_nobatch", false,
 		    "test: never allocate mmu_gather batch pages (forces the fallback paths)");
+DEFINE_VARIANT_ENUM(gather_ptfree, "ptfree", PTFREE_LOOP,
+		    "how gathered page-table pages are freed after the shootdown (seed 000): "
+		    "loop = one free_page each, bulk = one free_pages_bulk pass per batch",
+		    "loop", "bulk");
+DEFINE_VARIANT_BOOL(gather_ptfree_rcu, "ptfree_rcu", false,
+		    "free gathered page-table pages only after an RCU-like grace period "
+		    "(seed 002) instead of right after the shootdown");
+
+/* Beyond this many table pages waiting for a grace period, the deferring CPU waits for
+ * the callbacks to run (bounds the memory held). */
+#define GATHER_RCU_MAX_WAITING 16384
+
+u64 gather_tables_waiting, gather_tables_waiting_peak;
 
 static void range_reset(struct mmu_gather *tlb)
 {
@@ -114,21 +131,34 @@ void tlb_remove_page(struct mmu_gather *tlb, struct page *page)
 		tlb_flush_mmu(tlb);
 }
 
-void tlb_flush_mmu_tlbonly(struct mmu_gather *tlb)
-{
-	if (tlb->start >= tlb->end)
-		return;
-	if (tlb->fullmm)
-		flush_tlb_mm_range(tlb->mm, 0, TLB_FLUSH_ALL, PAGE_SHIFT, tlb->freed_tables);
-	else
-		flush_tlb_mm_range(tlb->mm, tlb->start, tlb->end, tlb->stride_shift,
-				   tlb->freed_tables);
-	range_reset(tlb);
-}
-
 /* Every batch in use: the bundle and the linked batches up to the active one. */
 #define for_each_used_batch(b, tlb) \
 	for ((b) = &(tlb)->local; (b); (b) = ((b) == (tlb)->active ? NULL : (b)->next))
+
+/* Will anything be freed after the coming flush (pages or tables held)? */
+static bool gather_frees_something(struct mmu_gather *tlb)
+{
+	struct mmu_gather_batch *b;
+	if (tlb->tables && tlb->tables->nr)
+		return true;
+	for_each_used_batch(b, tlb)
+		if (b->nr)
+			return true;
+	return false;
+}
+
+void tlb_flush_mmu_tlbonly(struct mmu_gather *tlb)
+{
+	if (tlb->start >= tlb->end && !tlb->freed_tables)
+		return;
+	unsigned flags = (tlb->freed_tables ? TLB_FLUSH_FREED_TABLES : 0) |
+			 (gather_frees_something(tlb) ? TLB_FLUSH_FREES_PAGES : 0);
+	if (tlb->fullmm || tlb->start >= tlb->end)
+		flush_tlb_mm_range_flags(tlb->mm, 0, TLB_FLUSH_ALL, PAGE_SHIFT, flags);
+	else
+		flush_tlb_mm_range_flags(tlb->mm, tlb->start, tlb->end, tlb->stride_shift, flags);
+	range_reset(tlb);
+}
 
 void tlb_flush_rmaps(struct mmu_gather *tlb)
 {
@@ -169,15 +199,60 @@ static bool tlb_free_pages(struct mmu_gather *tlb)
 	return any;
 }
 
+void tlb_free_table_pages(struct page **tables, unsigned nr)
+{
+	if (READ_ONCE(gather_ptfree) == PTFREE_BULK) {
+		LIST_HEAD(list);
+		for (unsigned i = 0; i < nr; i++) {
+			pt_table_dtor(tables[i]);
+			list_add_tail(&tables[i]->lru, &list);
+		}
+		free_pages_bulk(&list);
+		count_event(EV_PTFREE_BULK);
+	} else {
+		for (unsigned i = 0; i < nr; i++)
+			pt_table_free(tables[i]);
+	}
+}
+
+static void table_batch_rcu_free(struct rcu_head *head)
+{
+	struct mmu_gather_table_batch *t = container_of(head, struct mmu_gather_table_batch, rcu);
+	unsigned nr = t->nr;
+	tlb_free_table_pages(t->tables, nr);
+	count_events(EV_RCU_TABLES_DEFERRED, nr);
+	(void)atomic_sub_return(&gather_tables_waiting, (u64)nr);
+	free_page(virt_to_page(t));
+}
+
+/* After the shootdown: free the gathered tables now, or hand the batch to call_rcu. */
 static bool tlb_free_tables(struct mmu_gather *tlb)
 {
 	struct mmu_gather_table_batch *t = tlb->tables;
 	if (!t || !t->nr)
 		return false;
-	for (unsigned i = 0; i < t->nr; i++)
-		pt_table_free(t->tables[i]);
+	if (READ_ONCE(gather_ptfree_rcu)) {
+		tlb->tables = NULL;	/* the next table gets a fresh batch page */
+		u64 w = atomic_add_return(&gather_tables_waiting, (u64)t->nr);
+		u64 peak = atomic_load_relaxed(&gather_tables_waiting_peak);
+		while (w > peak && !atomic_cmpxchg(&gather_tables_waiting_peak, &peak, w))
+			;
+		call_rcu(&t->rcu, table_batch_rcu_free);
+		if (w > GATHER_RCU_MAX_WAITING)
+			rcu_barrier();
+		else
+			(void)rcu_poll();
+		return true;
+	}
+	tlb_free_table_pages(t->tables, t->nr);
 	t->nr = 0;
 	return true;
+}
+
+static void table_sync_fn(void *info)
+{
+	(void)info;
+	rcu_quiescent_state();
 }
 
 void tlb_flush_mmu(struct mmu_gather *tlb)
@@ -197,11 +272,14 @@ void tlb_remove_table(struct mmu_gather *tlb, struct page *table)
 	if (!tlb->tables) {
 		struct page *p = gather_alloc_batch_page();
 		if (!p) {
-			/* No batch page: invalidate now and free this one table. No software
-			 * walker runs without the page-table lock here, so once every TLB
-			 * (and paging-structure cache) has dropped it the table is unreachable. */
+			/* No batch page: invalidate every TLB and paging-structure cache
+			 * that may hold it, wait until every CPU has passed a quiescent
+			 * point (an empty waiting call: a CPU walking with interrupts off
+			 * has finished), then free this one table. */
 			count_event(EV_GATHER_FALLBACK);
 			tlb_flush_mmu_tlbonly(tlb);
+			count_event(EV_TLB_TABLE_SYNC);
+			smp_call_function(table_sync_fn, NULL, true);
 			pt_table_free(table);
 			return;
 		}
@@ -232,4 +310,6 @@ void tlb_finish_mmu(struct mmu_gather *tlb)
 		free_page(virt_to_page(tlb->tables));
 		tlb->tables = NULL;
 	}
+	if (READ_ONCE(gather_ptfree_rcu) || READ_ONCE(gather_tables_waiting))
+		(void)rcu_poll();
 }

@@ -29,8 +29,16 @@
  * `local` = the on-stack bundle only (a flush every 8 pages: the regressed kernel),
  * `multi` = one extra page-sized batch (about one flush per page table: the fix).
  *
- * Table pages have their own page-sized batch; when it cannot be allocated, the gather
- * flushes the TLB and frees that one table at once (EV_GATHER_FALLBACK).
+ * Table pages have their own page-sized batch (seeds 000 and 002). After the shootdown
+ * a full batch is freed either one table at a time or in one free_pages_bulk() pass
+ * (variant `ptfree=loop|bulk`), and either right away or only after a grace period
+ * (variant `ptfree_rcu=off|on`: the batch page goes to call_rcu, kernel/rcu.h; the
+ * tables waiting are counted, with their peak, in gather_tables_waiting[_peak]). When
+ * the batch page cannot be allocated (or `gather_nobatch=on` forces it), the gather
+ * falls back for that one table: invalidate every TLB (tlb_flush_mmu_tlbonly), then
+ * synchronise with every online CPU through an empty waiting cross-CPU call (any CPU
+ * that was inside an interrupts-off walk has left it; counted EV_TLB_TABLE_SYNC), then
+ * free the table (EV_GATHER_FALLBACK).
  *
  * Locking: a gather belongs to one caller and one address space; the caller holds the
  * address space's lock from the first removal to tlb_finish_mmu() (the delayed-rmap rule
@@ -40,6 +48,7 @@
 #define BAREMM_MMU_GATHER_H
 
 #include "mm/page.h"
+#include "kernel/rcu.h"
 
 struct mm_struct;
 
@@ -62,6 +71,7 @@ struct mmu_gather_batch {
 #define GATHER_MAX_BATCHES (GATHER_MAX_PAGES / GATHER_BATCH_MAX)
 
 struct mmu_gather_table_batch {
+	struct rcu_head rcu;	/* ptfree_rcu=on: queued here until a grace period passed */
 	unsigned nr;
 	unsigned pad;
 	struct page *tables[];
@@ -86,6 +96,8 @@ struct mmu_gather {
 
 /* The rmapbatch variant (index into its enum). */
 enum { RMAPBATCH_LOCAL, RMAPBATCH_MULTI };
+/* The ptfree variant. */
+enum { PTFREE_LOOP, PTFREE_BULK };
 
 void tlb_gather_mmu(struct mmu_gather *tlb, struct mm_struct *mm);
 void tlb_gather_mmu_fullmm(struct mmu_gather *tlb, struct mm_struct *mm);
@@ -174,5 +186,13 @@ static inline enum gather_next gather_next_action(bool active_is_local, bool nex
  * fallback paths run). A variant option, `gather_nobatch`. */
 extern bool gather_nobatch;
 extern int gather_rmap_batch;	/* RMAPBATCH_*, the `rmapbatch` variant */
+extern int gather_ptfree;	/* PTFREE_*, the `ptfree` variant (seed 000) */
+extern bool gather_ptfree_rcu;	/* the `ptfree_rcu` variant (seed 002) */
+
+/* Table pages handed to call_rcu and not yet freed; the most at once since the last
+ * reset (benchmarks reset it). */
+extern u64 gather_tables_waiting, gather_tables_waiting_peak;
+/* Free @nr table pages now, one by one or in bulk per the `ptfree` variant. */
+void tlb_free_table_pages(struct page **tables, unsigned nr);
 
 #endif

@@ -40,7 +40,7 @@ struct page *pt_table_alloc(int level)
 	return p;
 }
 
-void pt_table_free(struct page *p)
+void pt_table_dtor(struct page *p)
 {
 	if (unlikely(!(p->flags & PG_pgtable)))
 		panic("pgtable: freeing pfn %#llx which is not a table page",
@@ -52,6 +52,11 @@ void pt_table_free(struct page *p)
 	page_clear_flags(p, PG_pgtable);
 	p->private = 0;
 	count_event(EV_PGTABLE_FREE);
+}
+
+void pt_table_free(struct page *p)
+{
+	pt_table_dtor(p);
 	free_page(p);
 }
 

@@ -114,6 +114,9 @@ void pt_destroy(struct pgtable *pt);
 /* Table pages: allocation/free with PG_pgtable, level, counting (EV_PGTABLE_*). */
 struct page *pt_table_alloc(int level);
 void pt_table_free(struct page *table);
+/* The checks and bookkeeping of pt_table_free() without the free (the caller frees the
+ * page, e.g. in a bulk pass). */
+void pt_table_dtor(struct page *table);
 
 /* The present leaf entry mapping @addr (level-1 PTE or a level-2/3 huge entry) and its
  * level in *level, or NULL when nothing maps @addr. */

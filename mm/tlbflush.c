@@ -1,21 +1,45 @@
 /*
- * TLB flushing and address-space switching, first version. See mm/tlbflush.h.
- * Policy decisions, all here:
- *   - tlb_flush_wants_full(): INVLPG per page up to tlb_ceiling pages, else CR3 reload;
- *   - which CPUs are asked: every CPU in mm->cpumask except the initiator;
- *   - order: local flush first (interrupts off), then the remote calls, waiting for all.
+ * TLB flushing and address-space switching. See mm/tlbflush.h for the model.
+ * Policy decisions, all in this file (the pure ones in mm/tlbflush.h):
+ *   - which CPUs are asked: tlb_pick_targets() (cpumask, minus the caller, minus lazy
+ *     CPUs when tlb_may_skip_lazy() allows, nobody when the test switch says so);
+ *   - in what order: the `tlb_protocol` variant in flush_tlb_mm_range_flags();
+ *   - when a responder acknowledges: tlb_early_ack_allowed() + the `tlb_early_ack`
+ *     variant, in flush_tlb_func_remote();
+ *   - what each CPU flushes: tlb_flush_decide() in flush_tlb_func() (the one place
+ *     deciding between nothing, INVLPG per stride, and a full flush);
+ *   - how an address space is loaded: load_mm_cr3() (PCID slots, no-flush loads).
  */
 #include "mm/tlbflush.h"
 #include "mm/mm.h"
 #include "arch/x86_64/tlb.h"
+#include "arch/x86_64/cpu.h"
 #include "arch/x86_64/irqflags.h"
 #include "kernel/smp.h"
+#include "kernel/rcu.h"
 #include "kernel/options.h"
 #include "kernel/percpu.h"
 #include "kernel/events.h"
 
-DEFINE_OPTION_UINT(tlb_ceiling, "tlb_ceiling", 33, 0, 1UL << 20,
-		   "largest flush (in pages) done with one INVLPG per page; above it a CR3 reload");
+DEFINE_VARIANT_UINT(tlb_ceiling, "tlb_ceiling", 33, 0, 1UL << 20,
+		    "largest flush (in pages) done with one INVLPG per page; above it a full flush");
+DEFINE_VARIANT_ENUM(tlb_protocol, "tlb_protocol", TLB_PROTO_CONCURRENT,
+		    "shootdown order: sequential = flush locally, then IPI and wait; concurrent "
+		    "= send the IPIs, flush locally while they are in flight, then wait",
+		    "sequential", "concurrent");
+DEFINE_VARIANT_BOOL(tlb_early_ack, "tlb_early_ack", false,
+		    "responders acknowledge before flushing, for flushes that free nothing "
+		    "(no pages, no page tables)");
+DEFINE_VARIANT_BOOL(tlb_lazy_skip, "tlb_lazy", true,
+		    "flushes that free no page tables skip CPUs holding the mm lazily (they "
+		    "catch up through the generation when they switch back)");
+DEFINE_VARIANT_BOOL(tlb_pcid, "pcid", true,
+		    "use PCID (dynamic ASIDs, no-flush CR3 loads) when the CPU has it");
+DEFINE_VARIANT_BOOL(tlb_test_skip_remote, "tlb_test_skip_remote", false,
+		    "test only: never flush remote CPUs (breaks correctness; the stale-TLB test "
+		    "uses it to prove it can see a stale TLB)");
+
+#define CR3_NOFLUSH (1UL << 63)
 
 struct tlb_state cpu_tlbstate[NR_CPUS];
 
@@ -23,67 +47,235 @@ struct flush_info {
 	struct mm_struct *mm;
 	u64 start, end;
 	unsigned stride_shift;
-	bool freed_tables;
+	unsigned flags;		/* TLB_FLUSH_* */
 	u64 new_gen;
-	unsigned initiator;
+	bool early_ack;
+	u32 acks_left;		/* early ack: responders that have not acknowledged */
 };
 
-/* Runs on a CPU with interrupts off (locally or as a cross-CPU call). */
-static void flush_tlb_func(void *arg)
+bool tlb_pcid_active(void)
 {
-	const struct flush_info *f = arg;
+	return READ_ONCE(tlb_pcid) && boot_cpu.pcid;
+}
+
+bool tlb_cpu_is_lazy(unsigned cpu)
+{
+	return atomic_load(&cpu_tlbstate[cpu].is_lazy);
+}
+
+/* Full flush of this CPU's current context: INVPCID single-context when an ASID is in
+ * use and the CPU has INVPCID, else a CR3 reload (which, with PCIDE, flushes the current
+ * PCID only). */
+static void flush_local_full(struct tlb_state *ts)
+{
+	if (ts->cur_asid != TLB_ASID_NONE && boot_cpu.invpcid)
+		invpcid(INVPCID_SINGLE_CTX, ts->cur_asid + 1u, 0);
+	else
+		flush_tlb_local_full();
+}
+
+static void save_asid_gen(struct tlb_state *ts)
+{
+	if (ts->cur_asid != TLB_ASID_NONE)
+		ts->asids[ts->cur_asid].gen = ts->loaded_gen;
+}
+
+/* Interrupts off. Load the kernel-only root (PCID 0, flushed) and leave the old mm. */
+static void leave_mm_local(struct tlb_state *ts, unsigned cpu)
+{
+	struct mm_struct *prev = ts->loaded_mm;
+	if (!prev)
+		return;
+	save_asid_gen(ts);
+	write_cr3(__pa(kernel_pml4));
+	count_event(EV_TLB_FULL_FLUSH);
+	ts->cur_asid = TLB_ASID_NONE;
+	ts->loaded_mm = NULL;
+	ts->loaded_gen = 0;
+	atomic_store(&ts->is_lazy, false);
+	cpumask_clear_cpu_atomic(cpu, &prev->cpumask);
+}
+
+static void tlb_pcid_enable_local(struct tlb_state *ts)
+{
+	/* CR4.PCIDE may only be set while CR3's PCID field is 0 (it is: never used yet). */
+	if (read_cr3() & 0xfffUL)
+		return;
+	for (unsigned i = 0; i < TLB_NR_DYN_ASIDS; i++)
+		ts->asids[i].mm_id = 0;
+	write_cr4(read_cr4() | CR4_PCIDE);
+	ts->pcide = true;
+}
+
+/* Interrupts off. Load @next's root; @gen was read after joining its cpumask. */
+static void load_mm_cr3(struct tlb_state *ts, struct mm_struct *next, u64 gen)
+{
+	u64 root = __pa(next->pt.pgd);
+	save_asid_gen(ts);
+	if (tlb_pcid_active()) {
+		if (!ts->pcide)
+			tlb_pcid_enable_local(ts);
+		if (ts->pcide) {
+			struct tlb_asid_pick p = tlb_asid_choose(ts->asids, TLB_NR_DYN_ASIDS, next->id,
+								 gen, &ts->next_asid);
+			ts->asids[p.slot].mm_id = next->id;
+			ts->asids[p.slot].gen = gen;
+			ts->cur_asid = (u16)p.slot;
+			if (p.flush) {
+				write_cr3(root | (p.slot + 1));
+				count_event(EV_TLB_FULL_FLUSH);
+			} else {
+				write_cr3(root | (p.slot + 1) | CR3_NOFLUSH);
+				count_event(EV_TLB_PCID_NOFLUSH);
+			}
+			ts->loaded_gen = gen;
+			return;
+		}
+	}
+	ts->cur_asid = TLB_ASID_NONE;
+	write_cr3(root);	/* PCID 0 (or no PCID): flushes every non-global entry of it */
+	count_event(EV_TLB_FULL_FLUSH);
+	ts->loaded_gen = gen;
+}
+
+/* Runs on a CPU with interrupts off (locally or inside a cross-CPU call). */
+static void flush_tlb_func(const struct flush_info *f)
+{
 	unsigned cpu = smp_processor_id();
 	struct tlb_state *ts = &cpu_tlbstate[cpu];
 
-	if (cpu != f->initiator)
-		count_event(EV_TLB_REMOTE_FLUSH);
-	/* Switched away since the cpumask was read: the CR3 load flushed it all. */
+	/* Switched away since the cpumask was read: its next load catches up. */
 	if (ts->loaded_mm != f->mm)
 		return;
-	u64 mm_gen = atomic_load(&f->mm->tlb_gen);
-	u64 local_gen = ts->loaded_gen;
-	if (local_gen >= mm_gen) {
-		count_event(EV_TLB_SKIP_UPTODATE);
+	/* Lazy and still asked (tables freed, or skipping is off): stop holding the mm,
+	 * so no speculative walk can reach its tables and later flushes leave us alone. */
+	if (ts->is_lazy) {
+		leave_mm_local(ts, cpu);
+		count_event(EV_TLB_LAZY_LEAVE);
 		return;
 	}
-	/* The range alone suffices only when this request is the one pending. */
-	bool partial = f->new_gen == local_gen + 1 && f->new_gen == mm_gen &&
-		       !tlb_flush_wants_full(f->start, f->end, f->stride_shift, READ_ONCE(tlb_ceiling));
-	if (partial) {
+	u64 mm_gen = atomic_load(&f->mm->tlb_gen);
+	switch (tlb_flush_decide(ts->loaded_gen, mm_gen, f->new_gen, f->start, f->end,
+				 f->stride_shift, READ_ONCE(tlb_ceiling))) {
+	case TLB_KIND_SKIP:
+		count_event(EV_TLB_SKIP_UPTODATE);
+		return;
+	case TLB_KIND_RANGE:
 		for (u64 a = f->start; a < f->end; a += 1UL << f->stride_shift)
 			invlpg(a);
-	} else {
-		flush_tlb_local_full();
+		break;
+	case TLB_KIND_FULL:
+		flush_local_full(ts);
+		break;
 	}
 	ts->loaded_gen = mm_gen;
 }
 
-void flush_tlb_mm_range(struct mm_struct *mm, u64 start, u64 end, unsigned stride_shift,
-			bool freed_tables)
+/*
+ * Early acknowledgement (Amit et al., EuroSys 2020): the responder copies the request,
+ * acknowledges, then flushes. The initiator may return while the responder is still in
+ * its interrupt handler; the interrupted code on the responder cannot run before the
+ * flush completes, so it never uses an old translation after the initiator returned.
+ * It is allowed only when the initiator frees nothing afterwards (tlb_early_ack_allowed):
+ *   - a freed page could be reallocated and written by its new owner while the
+ *     responder's TLB still maps it (hardware may still set A/D bits or prefetch through
+ *     the stale entry), breaking unhook -> invalidate -> free;
+ *   - a freed page-table page could be reused while the responder's paging-structure
+ *     caches still point into it: a speculative walk would load translations from
+ *     whatever the new owner wrote there, and could write A/D bits into it.
+ */
+static void flush_tlb_func_remote(void *arg)
+{
+	struct flush_info *f = arg;
+	count_event(EV_TLB_REMOTE_FLUSH);
+	rcu_quiescent_state();
+	if (f->early_ack) {
+		struct flush_info mine = *f;
+		/* After this decrement the initiator may return: @f is gone. */
+		(void)atomic_sub_return(&f->acks_left, 1);
+		count_event(EV_TLB_EARLY_ACK);
+		flush_tlb_func(&mine);
+		return;
+	}
+	flush_tlb_func(f);
+}
+
+/* Interrupts off. The CPUs to ask; returns their number. */
+static unsigned tlb_pick_targets(struct mm_struct *mm, unsigned self, unsigned flags,
+				 cpumask_t *mask)
+{
+	for (int i = 0; i < CPUMASK_WORDS; i++)
+		mask->bits[i] = atomic_load(&mm->cpumask.bits[i]) & cpu_online_mask.bits[i];
+	cpumask_clear_cpu(self, mask);
+	if (tlb_may_skip_lazy(flags, READ_ONCE(tlb_lazy_skip))) {
+		unsigned cpu, skipped = 0;
+		for_each_cpu(cpu, mask) {
+			if (atomic_load(&cpu_tlbstate[cpu].is_lazy)) {
+				cpumask_clear_cpu(cpu, mask);
+				skipped++;
+			}
+		}
+		if (skipped)
+			count_events(EV_TLB_SKIP_LAZY, skipped);
+	}
+	unsigned n = cpumask_weight(mask);
+	if (n && READ_ONCE(tlb_test_skip_remote)) {
+		count_events(EV_TLB_TEST_SKIP, n);
+		cpumask_clear(mask);
+		n = 0;
+	}
+	return n;
+}
+
+static void tlb_wait_remote(struct flush_info *f, struct smp_call_batch *b)
+{
+	if (!f->early_ack) {
+		smp_call_wait(b);
+		return;
+	}
+	while (atomic_load_acquire(&f->acks_left)) {
+		smp_call_queue_drain();
+		cpu_relax();
+	}
+}
+
+void flush_tlb_mm_range_flags(struct mm_struct *mm, u64 start, u64 end, unsigned stride_shift,
+			      unsigned flags)
 {
 	struct flush_info f = {
 		.mm = mm, .start = start, .end = end, .stride_shift = stride_shift,
-		.freed_tables = freed_tables,
+		.flags = flags,
 	};
 	count_event(EV_TLB_FLUSH_REQ);
-	/* Page-table changes are visible before the generation moves (seq_cst). */
+	/* Page-table changes are visible before the generation moves (seq_cst), and the
+	 * generation moves before we read the cpumask and the lazy flags. */
 	f.new_gen = atomic_add_return(&mm->tlb_gen, 1);
 
-	unsigned long flags = local_irq_save();
+	unsigned long irq = local_irq_save();
 	unsigned cpu = smp_processor_id();
-	f.initiator = cpu;
-	flush_tlb_func(&f);
-
-	/* Snapshot the CPUs to ask; a CPU joining later loads the new tables itself. */
 	cpumask_t mask;
-	for (int i = 0; i < CPUMASK_WORDS; i++)
-		mask.bits[i] = atomic_load(&mm->cpumask.bits[i]);
-	cpumask_clear_cpu(cpu, &mask);
-	local_irq_restore(flags);
-	if (!cpumask_empty(&mask)) {
-		count_events(EV_TLB_REMOTE_IPI, cpumask_weight(&mask));
-		smp_call_function_many(&mask, flush_tlb_func, &f, true);
+	unsigned n = tlb_pick_targets(mm, cpu, flags, &mask);
+	if (!n) {
+		flush_tlb_func(&f);
+		local_irq_restore(irq);
+		return;
 	}
+	count_events(EV_TLB_REMOTE_IPI, n);
+	f.early_ack = tlb_early_ack_allowed(flags, READ_ONCE(tlb_early_ack));
+	f.acks_left = n;
+	struct smp_call_batch *b;
+	if (READ_ONCE(tlb_protocol) == TLB_PROTO_CONCURRENT) {
+		count_event(EV_TLB_FLUSH_CONC);
+		b = smp_call_send_many(&mask, flush_tlb_func_remote, &f);
+		flush_tlb_func(&f);
+		local_irq_restore(irq);
+	} else {
+		count_event(EV_TLB_FLUSH_SEQ);
+		flush_tlb_func(&f);
+		local_irq_restore(irq);
+		b = smp_call_send_many(&mask, flush_tlb_func_remote, &f);
+	}
+	tlb_wait_remote(&f, b);
 }
 
 void flush_tlb_one_local(u64 addr)
@@ -91,36 +283,90 @@ void flush_tlb_one_local(u64 addr)
 	invlpg(addr);
 }
 
+static void flush_all_fn(void *info)
+{
+	(void)info;
+	struct tlb_state *ts = &cpu_tlbstate[smp_processor_id()];
+	for (unsigned i = 0; i < TLB_NR_DYN_ASIDS; i++)
+		ts->asids[i].gen = 0;	/* other ASIDs: flush when next loaded */
+	if (ts->loaded_mm)
+		ts->loaded_gen = atomic_load(&ts->loaded_mm->tlb_gen);
+	flush_local_full(ts);
+}
+
+void flush_tlb_all(void)
+{
+	on_each_cpu(flush_all_fn, NULL, true);
+}
+
+static void release_fn(void *arg)
+{
+	unsigned cpu = smp_processor_id();
+	struct tlb_state *ts = &cpu_tlbstate[cpu];
+	if (ts->loaded_mm == arg && ts->is_lazy) {
+		leave_mm_local(ts, cpu);
+		count_event(EV_TLB_LAZY_LEAVE);
+	}
+}
+
+void tlb_mm_release(struct mm_struct *mm)
+{
+	unsigned long irq = local_irq_save();
+	unsigned cpu = smp_processor_id();
+	struct tlb_state *ts = &cpu_tlbstate[cpu];
+	if (ts->loaded_mm == mm)
+		leave_mm_local(ts, cpu);
+	cpumask_t mask;
+	for (int i = 0; i < CPUMASK_WORDS; i++)
+		mask.bits[i] = atomic_load(&mm->cpumask.bits[i]) & cpu_online_mask.bits[i];
+	cpumask_clear_cpu(cpu, &mask);
+	local_irq_restore(irq);
+	if (!cpumask_empty(&mask))
+		smp_call_function_many(&mask, release_fn, mm, true);
+}
+
 struct mm_struct *current_mm(void)
 {
-	return cpu_tlbstate[smp_processor_id()].loaded_mm;
+	struct tlb_state *ts = &cpu_tlbstate[smp_processor_id()];
+	return ts->is_lazy ? NULL : ts->loaded_mm;
 }
 
 void switch_mm(struct mm_struct *next)
 {
-	unsigned long flags = local_irq_save();
+	unsigned long irq = local_irq_save();
 	unsigned cpu = smp_processor_id();
 	struct tlb_state *ts = &cpu_tlbstate[cpu];
 	struct mm_struct *prev = ts->loaded_mm;
 
-	if (prev == next) {
-		local_irq_restore(flags);
+	if (!next) {
+		/* Lazy: keep the old root loaded and stay in its cpumask. */
+		if (prev && !ts->is_lazy)
+			atomic_store(&ts->is_lazy, true);
+		local_irq_restore(irq);
 		return;
 	}
-	if (next) {
-		/* Join first, then read the generation: a flusher that bumped the
-		 * generation after our read sees us in the mask (both are seq_cst). */
-		cpumask_set_cpu_atomic(cpu, &next->cpumask);
-		u64 gen = atomic_load(&next->tlb_gen);
-		write_cr3(__pa(next->pt.pgd));
-		ts->loaded_gen = gen;
-	} else {
-		write_cr3(__pa(kernel_pml4));
-		ts->loaded_gen = 0;
+	if (prev == next) {
+		if (ts->is_lazy) {
+			/* Clear the flag, then read the generation: a flusher that saw us
+			 * lazy and skipped us bumped it before reading the flag (seq_cst). */
+			atomic_store(&ts->is_lazy, false);
+			u64 gen = atomic_load(&next->tlb_gen);
+			if (ts->loaded_gen < gen) {
+				flush_local_full(ts);
+				ts->loaded_gen = gen;
+			}
+		}
+		local_irq_restore(irq);
+		return;
 	}
-	count_event(EV_TLB_FULL_FLUSH);
+	/* Join first, then read the generation: a flusher that bumped the generation after
+	 * our read sees us in the mask (both are seq_cst). */
+	cpumask_set_cpu_atomic(cpu, &next->cpumask);
+	u64 gen = atomic_load(&next->tlb_gen);
+	load_mm_cr3(ts, next, gen);
 	ts->loaded_mm = next;
+	atomic_store(&ts->is_lazy, false);
 	if (prev)
 		cpumask_clear_cpu_atomic(cpu, &prev->cpumask);
-	local_irq_restore(flags);
+	local_irq_restore(irq);
 }

@@ -71,6 +71,7 @@ void fake_mem_init(u64 npages)
 	fake_fail_nowarn = false;
 	fake_allocs = fake_frees = 0;
 	fake_nr_flushes = 0;
+	fake_nr_calls = 0;
 	fake_flush_hook = NULL;
 	/* a recognisable kernel half */
 	for (unsigned i = 256; i < 512; i++)
@@ -149,15 +150,17 @@ u64 nr_managed_pages(void) { return nr_managed; }
 
 /* ---- kernel stubs ---- */
 
-void flush_tlb_mm_range(struct mm_struct *mm, u64 start, u64 end, unsigned stride_shift,
-			bool freed_tables)
+void flush_tlb_mm_range_flags(struct mm_struct *mm, u64 start, u64 end, unsigned stride_shift,
+			      unsigned flags)
 {
+	bool freed_tables = flags & TLB_FLUSH_FREED_TABLES;
 	struct fake_flush *f = &fake_flush_log[fake_nr_flushes++ % FAKE_FLUSH_LOG];
 	f->mm = mm;
 	f->start = start;
 	f->end = end;
 	f->stride_shift = stride_shift;
 	f->freed_tables = freed_tables;
+	f->flags = flags;
 	count_event(EV_TLB_FLUSH_REQ);
 	if (mm)
 		atomic_add(&mm->tlb_gen, 1);
@@ -167,6 +170,24 @@ void flush_tlb_mm_range(struct mm_struct *mm, u64 start, u64 end, unsigned strid
 
 void flush_tlb_one_local(u64 addr) { (void)addr; }
 void smp_call_queue_drain(void) {}
+
+/* One CPU online: "every other CPU" is nobody; count the requests. */
+u64 fake_nr_calls;
+void smp_call_function_many(const cpumask_t *mask, smp_call_func_t func, void *info, bool wait)
+{
+	(void)mask; (void)func; (void)info; (void)wait;
+	fake_nr_calls++;
+}
+void smp_call_function(smp_call_func_t func, void *info, bool wait)
+{
+	smp_call_function_many(&cpu_online_mask, func, info, wait);
+}
+
+void tlb_mm_release(struct mm_struct *mm)
+{
+	if (current_mm() == mm)
+		switch_mm(NULL);
+}
 
 static struct mm_struct *host_loaded[NR_CPUS];
 

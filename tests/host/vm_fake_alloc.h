@@ -29,7 +29,9 @@ struct fake_flush {
 	u64 start, end;
 	unsigned stride_shift;
 	bool freed_tables;
+	unsigned flags;		/* TLB_FLUSH_* */
 };
+extern u64 fake_nr_calls;	/* smp_call_function* requests (nobody else is online) */
 #define FAKE_FLUSH_LOG 64
 extern struct fake_flush fake_flush_log[FAKE_FLUSH_LOG];	/* the last ones, ring */
 extern u64 fake_nr_flushes;
