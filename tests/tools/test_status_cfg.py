@@ -93,7 +93,7 @@ expect_output=^BAREMM-ERROR option:.*nosuchoption
         self.assertIn("bad-option", names)
         self.assertIn("watchdog", names)
         tests = [e for e in es if e["cmdline"] == "tests=*"]
-        self.assertEqual({e["smp"] for e in tests}, {1, 2, 4})
+        self.assertTrue({1, 2, 4} <= {e["smp"] for e in tests})
         self.assertTrue({"128M", "6G"} <= {e["mem"] for e in tests})
         self.assertEqual({e["cpu"] for e in tests}, {"qemu64", "max"})
         self.assertEqual({e["firmware"] for e in tests}, {"bios", "uefi"})
