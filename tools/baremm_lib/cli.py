@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
-from . import symbolize, testrun
+from . import experiment, perfcheck, symbolize, testrun
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
 
@@ -389,6 +389,9 @@ def build_parser():
     p.add_argument("--title", default=None)
     p.add_argument("-o", "--output", required=True)
     p.set_defaults(func=cmd_plot)
+
+    experiment.add_parser(sub)
+    perfcheck.add_parser(sub)
     return ap
 
 

@@ -1,0 +1,417 @@
+"""`tools/baremm perf-check [--update]`: regression check in deterministic mode.
+
+Boots the entries of tests/perf/perf.cfg under `-icount shift=0` (1 TSC tick = 1 guest
+instruction), and compares every figure's median (instructions per operation) with
+tests/perf/baseline.json. A figure fails when it got slower by more than its tolerance
+(percent; default from perf.cfg); it is reported "faster" (and passes) when it got
+cheaper by more than the tolerance, which is a hint to refresh the baseline with
+`make perf-baseline` (`tools/baremm perf-check --update`). docs/EXPERIMENTS.md,
+section "Regression check", documents the figures and the policy.
+
+perf.cfg format (kvm-unit-tests style, like tests/qemu/matrix.cfg):
+
+    tolerance=3                 # before the first section: the default, in percent
+    [alloc-1cpu]
+    cmdline=bench=alloc.order0_pair ab=pcp:on,off runs=3 warmup=1
+    smp=1
+    mem=512M
+    timeout=600
+    figures=alloc.order0_pair.*           # only figures whose name matches (default *)
+    tolerance=3                           # this entry's default
+    tolerance.alloc.order0_pair.pair*=5   # per-figure override (glob over the name)
+
+A figure's name is `<entry>: <bench>.<metric> cpus=N [variant]`.
+"""
+import fnmatch
+import json
+import os
+import re
+import subprocess
+import sys
+
+from . import logparse, runner
+
+PERF_CFG = os.path.join("tests", "perf", "perf.cfg")
+BASELINE = os.path.join("tests", "perf", "baseline.json")
+SCHEMA = "baremm-perf-baseline/1"
+ENTRY_KEYS = ("cmdline", "smp", "mem", "timeout", "figures", "tolerance")
+
+
+class PerfError(Exception):
+    pass
+
+
+GRUB_WAIT_RE = re.compile(rb"(\nset timeout=)[1-9](\n)")
+
+
+def no_menu_iso(src, workdir, always_copy=True):
+    """A copy of the ISO whose GRUB menu does not wait (`set timeout=0`), or src itself.
+
+    GRUB polls for a key during its 1 s menu timeout; under `-icount shift=0` that second
+    is 10^9 guest instructions and costs about 55 s of host time, ten times the rest of a
+    boot. The kernel and everything it measures are the same bytes: the copy differs only
+    in one character of /boot/grub/grub.cfg (same length, so the ISO 9660 layout is
+    unchanged). When the pattern is not found exactly once, the copy is unchanged (or,
+    with always_copy=False, the original ISO is used). The copy also keeps a concurrent
+    rebuild of iso/baremm.iso away from the boots that use it."""
+    if not os.path.exists(src):
+        raise runner.ToolError("%s does not exist (run make, or drop --no-build)" % src)
+    with open(src, "rb") as f:
+        data = f.read()
+    if len(GRUB_WAIT_RE.findall(data)) == 1:
+        data = GRUB_WAIT_RE.sub(rb"\g<1>0\g<2>", data)
+    elif not always_copy:
+        return src
+    dst = os.path.join(workdir, "baremm-nomenu.iso")
+    with open(dst + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(dst + ".tmp", dst)
+    return dst
+
+
+def parse_cfg(text, path="<perf.cfg>"):
+    """-> dict(tolerance, entries=[dict(name, cmdline, smp, mem, timeout, figures,
+    tolerance, overrides=[(glob, pct)])])."""
+    g = {"tolerance": 3.0, "entries": []}
+    cur = None
+    names = set()
+
+    def err(ln, msg):
+        raise PerfError("%s:%d: %s" % (path, ln, msg))
+
+    def pct(ln, v):
+        try:
+            x = float(v.rstrip("%"))
+        except ValueError:
+            err(ln, "tolerance %r is not a number (percent)" % v)
+        if x < 0:
+            err(ln, "tolerance must be >= 0")
+        return x
+
+    for ln, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            if not line.endswith("]"):
+                err(ln, "section header must be [name]")
+            name = line[1:-1].strip()
+            if not name or not all(c.isalnum() or c in "_.+-" for c in name):
+                err(ln, "bad entry name %r" % name)
+            if name in names:
+                err(ln, "duplicate entry [%s]" % name)
+            names.add(name)
+            cur = {"name": name, "cmdline": None, "smp": 1, "mem": "512M", "timeout": 600,
+                   "figures": "*", "tolerance": None, "overrides": [], "line": ln}
+            g["entries"].append(cur)
+            continue
+        if "=" not in line:
+            err(ln, "expected key=value, got %r" % line)
+        key, val = [x.strip() for x in line.split("=", 1)]
+        if cur is None:
+            if key != "tolerance":
+                err(ln, "only tolerance= may come before the first [entry]")
+            g["tolerance"] = pct(ln, val)
+            continue
+        if key.startswith("tolerance."):
+            cur["overrides"].append((key[len("tolerance."):], pct(ln, val)))
+        elif key == "tolerance":
+            cur["tolerance"] = pct(ln, val)
+        elif key in ("smp", "timeout"):
+            try:
+                cur[key] = int(val)
+                if cur[key] <= 0:
+                    raise ValueError
+            except ValueError:
+                err(ln, "%s=%s: expected a positive integer" % (key, val))
+        elif key in ENTRY_KEYS:
+            cur[key] = val
+        else:
+            err(ln, "unknown key %r (known: %s, tolerance.<figure glob>)"
+                % (key, ", ".join(ENTRY_KEYS)))
+    for e in g["entries"]:
+        if not e["cmdline"]:
+            raise PerfError("%s:%d: [%s] has no cmdline" % (path, e["line"], e["name"]))
+        if e["tolerance"] is None:
+            e["tolerance"] = g["tolerance"]
+    return g
+
+
+def load_cfg(path):
+    with open(path) as f:
+        return parse_cfg(f.read(), path)
+
+
+def remove_copy(iso):
+    """Delete an ISO made by no_menu_iso (never the build's own)."""
+    if iso and os.path.basename(iso) == "baremm-nomenu.iso" and os.path.exists(iso):
+        os.unlink(iso)
+
+
+def figure_id(entry_name, r):
+    return "%s: %s" % (entry_name, logparse.figure_name(r))
+
+
+def tolerance_for(entry, fig_name):
+    """The entry's tolerance, or the last override whose glob matches the figure name
+    (without the `<entry>: ` prefix)."""
+    t = entry["tolerance"]
+    for pat, v in entry["overrides"]:
+        if fnmatch.fnmatchcase(fig_name, pat):
+            t = v
+    return t
+
+
+def figures_of(entry, rec):
+    """{figure id: dict(median, unit, runs, pstddev, events)} for the entry's figures."""
+    out = {}
+    for r in rec.get("results", []):
+        name = logparse.figure_name(r)
+        if not fnmatch.fnmatchcase(name, entry["figures"]):
+            continue
+        out[figure_id(entry["name"], r)] = {
+            "median": r["median"], "unit": r["unit"], "runs": r["runs"],
+            "pstddev": r["pstddev"], "events": dict(r.get("events", {})),
+            "tolerance": tolerance_for(entry, name)}
+    return out
+
+
+def compare_figures(baseline, current, boot_failures=()):
+    """Rows (dict figure, base, new, pct, tol, verdict) and counts.
+
+    verdict: pass (within tolerance), faster (cheaper by more than the tolerance; passes),
+    SLOWER (fails), MISSING (in the baseline, not measured: fails), new (not in the
+    baseline; passes), BOOT (its boot failed: fails)."""
+    rows = []
+    failed_entries = {e for e, _ in boot_failures}
+    for fid in sorted(set(baseline) | set(current)):
+        b, c = baseline.get(fid), current.get(fid)
+        entry = fid.split(":", 1)[0]
+        if c is None:
+            verdict = "BOOT" if entry in failed_entries else "MISSING"
+            rows.append({"figure": fid, "base": b["median"], "new": None, "pct": None,
+                         "tol": b.get("tolerance"), "verdict": verdict, "unit": b["unit"],
+                         "events": {}})
+            continue
+        if b is None:
+            rows.append({"figure": fid, "base": None, "new": c["median"], "pct": None,
+                         "tol": c["tolerance"], "verdict": "new", "unit": c["unit"],
+                         "events": {}})
+            continue
+        tol = c["tolerance"]
+        pct = 100.0 * (c["median"] - b["median"]) / abs(b["median"]) if b["median"] else \
+            (0.0 if c["median"] == b["median"] else float("inf"))
+        if pct > tol:
+            verdict = "SLOWER"
+        elif pct < -tol:
+            verdict = "faster"
+        else:
+            verdict = "pass"
+        rows.append({"figure": fid, "base": b["median"], "new": c["median"], "pct": pct,
+                     "tol": tol, "verdict": verdict, "unit": c["unit"],
+                     "events": event_changes(b.get("events", {}), c.get("events", {}))})
+    for entry, why in boot_failures:
+        if not any(r["figure"].split(":", 1)[0] == entry for r in rows):
+            rows.append({"figure": "%s: (boot)" % entry, "base": None, "new": None,
+                         "pct": None, "tol": None, "verdict": "BOOT", "unit": "",
+                         "events": {}, "why": why})
+    failed = sum(1 for r in rows if r["verdict"] in ("SLOWER", "MISSING", "BOOT"))
+    return rows, {"passed": len(rows) - failed, "failed": failed}
+
+
+def event_changes(a, b, rel=0.01):
+    """Events whose per-op count moved by more than rel: {name: (old, new)}."""
+    out = {}
+    for k in sorted(set(a) | set(b)):
+        x, y = a.get(k, 0.0), b.get(k, 0.0)
+        if x == y:
+            continue
+        if max(abs(x), abs(y)) and abs(y - x) / max(abs(x), abs(y)) > rel:
+            out[k] = (x, y)
+    return out
+
+
+def _num(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float) and not v.is_integer():
+        return "%.2f" % v
+    return "%d" % v
+
+
+def format_rows(rows):
+    head = ["verdict", "baseline", "now", "change", "tol.", "figure (unit)"]
+    body = []
+    for r in rows:
+        body.append([r["verdict"], _num(r["base"]), _num(r["new"]),
+                     "" if r["pct"] is None else "%+.2f%%" % r["pct"],
+                     "" if r["tol"] is None else "%g%%" % r["tol"],
+                     "%s (%s)" % (r["figure"], r["unit"] or "-")])
+    widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+    lines = []
+    for row in [head, ["-" * w for w in widths]] + body:
+        lines.append("  ".join(c.ljust(widths[i]) if i in (0, 5) else c.rjust(widths[i])
+                               for i, c in enumerate(row)).rstrip())
+    for r in rows:
+        if r["verdict"] == "SLOWER" and r["events"]:
+            lines.append("  %s: events per op that moved: %s" % (r["figure"], ", ".join(
+                "%s %s -> %s" % (k, _num(x), _num(y)) for k, (x, y) in r["events"].items())))
+        if r.get("why"):
+            lines.append("  %s: %s" % (r["figure"], r["why"]))
+    return "\n".join(lines) + "\n"
+
+
+def compiler_version():
+    try:
+        out = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+        return out.splitlines()[0] if out else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def load_baseline(path):
+    with open(path) as f:
+        b = json.load(f)
+    if b.get("schema") != SCHEMA:
+        raise PerfError("%s: not a perf baseline (schema %r)" % (path, b.get("schema")))
+    return b
+
+
+def run_entries(cfg, top, out, icount=True, repeat=1, iso=None):
+    """Boot every entry (repeat times). Returns (figures of the first pass, boot failures,
+    determinism: list of (figure, values) that differed between passes)."""
+    figures, failures, differ = {}, [], []
+    made = iso is None
+    if made:
+        iso = no_menu_iso(os.path.join(runner.ROOT, runner.ISO), top)
+    try:
+        _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ)
+    finally:
+        if made:
+            remove_copy(iso)
+    return figures, failures, differ
+
+
+def _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ):
+    for e in cfg["entries"]:
+        passes = []
+        for k in range(repeat):
+            d = runner.new_dir(top, e["name"] + ("-%d" % (k + 1) if repeat > 1 else ""))
+            c = {"cmdline": e["cmdline"], "smp": e["smp"], "mem": e["mem"], "cpu": "max",
+                 "firmware": "bios", "accel": "tcg", "icount": icount,
+                 "timeout": e["timeout"]}
+            out.write("baremm: perf-check: booting [%s] smp=%d%s: %s\n"
+                      % (e["name"], e["smp"], " icount" if icount else "", e["cmdline"]))
+            out.flush()
+            rec, _ = runner.boot(c, d, name=e["name"], iso=iso)
+            out.write("baremm: perf-check: [%s] status=%s in %.1f s, %d results\n"
+                      % (e["name"], rec["status"], rec["qemu"]["duration_s"],
+                         len(rec["results"])))
+            if rec["tool_exit"]:
+                failures.append((e["name"], "boot ended with status %s (tool exit %d): %s"
+                                 % (rec["status"], rec["tool_exit"],
+                                    os.path.join(d, "serial.log"))))
+                break
+            passes.append(figures_of(e, rec))
+        if passes:
+            figures.update(passes[0])
+            for p in passes[1:]:
+                for fid in sorted(set(passes[0]) | set(p)):
+                    a = passes[0].get(fid, {}).get("median")
+                    b = p.get(fid, {}).get("median")
+                    if a != b:
+                        differ.append((fid, a, b))
+
+
+def main(a, out=sys.stdout):
+    cfg_path = a.config or os.path.join(runner.ROOT, PERF_CFG)
+    base_path = a.baseline or os.path.join(runner.ROOT, BASELINE)
+    try:
+        cfg = load_cfg(cfg_path)
+        if a.only:
+            cfg["entries"] = [e for e in cfg["entries"] if e["name"] in a.only]
+            if not cfg["entries"]:
+                raise PerfError("no entry named %s in %s" % (", ".join(a.only), cfg_path))
+        baseline = None
+        if not a.update:
+            if not os.path.exists(base_path):
+                raise PerfError("%s does not exist: create it with `make perf-baseline` "
+                                "(tools/baremm perf-check --update)" % base_path)
+            baseline = load_baseline(base_path)
+        if not a.no_build:
+            runner.build()
+        top = runner.new_dir(os.path.join(runner.ROOT, "results"),
+                             "perf-check-%s" % runner.timestamp())
+        figures, failures, differ = run_entries(cfg, top, out, icount=True,
+                                                repeat=2 if a.repeat else 1)
+    except (OSError, ValueError, PerfError, runner.ToolError) as e:
+        sys.stderr.write("baremm: perf-check: %s\n" % e)
+        return 20
+    except KeyboardInterrupt:
+        runner.kill_all()
+        sys.stderr.write("baremm: interrupted\n")
+        return 130
+    out.write("\n")
+    if a.repeat:
+        if differ:
+            out.write("NOT DETERMINISTIC: %d figures differ between two boots:\n" % len(differ))
+            for fid, x, y in differ:
+                out.write("  %s: %s vs %s\n" % (fid, _num(x), _num(y)))
+        else:
+            out.write("deterministic: every figure identical in two boots (%d figures)\n"
+                      % len(figures))
+    if a.update:
+        if failures:
+            for name, why in failures:
+                out.write("FAIL [%s]: %s\n" % (name, why))
+            out.write("baseline NOT written (a boot failed)\n")
+            return 1
+        data = {"schema": SCHEMA,
+                "note": "instructions per operation under -icount shift=0; refresh with "
+                        "`make perf-baseline` (tools/baremm perf-check --update)",
+                "qemu_version": runner.qemu_version(), "compiler": compiler_version(),
+                "git": runner.git_info(), "config": os.path.relpath(cfg_path, runner.ROOT),
+                "figures": {k: {kk: v[kk] for kk in ("median", "unit", "runs", "events")}
+                            for k, v in sorted(figures.items())}}
+        with open(base_path + ".tmp", "w") as f:
+            json.dump(data, f, indent=2, sort_keys=False)
+            f.write("\n")
+        os.replace(base_path + ".tmp", base_path)
+        out.write("wrote %s (%d figures)\n" % (os.path.relpath(base_path), len(figures)))
+        out.write("baremm: results in %s\n" % os.path.relpath(top))
+        return 1 if a.repeat and differ else 0
+    for key, now in (("qemu_version", runner.qemu_version()), ("compiler", compiler_version())):
+        if baseline.get(key) and baseline[key] != now:
+            out.write("warning: baseline %s is %r, this machine has %r; instruction counts "
+                      "may differ for that reason alone\n" % (key, baseline[key], now))
+    base_figs = baseline.get("figures", {})
+    if a.only:
+        base_figs = {k: v for k, v in base_figs.items() if k.split(":", 1)[0] in a.only}
+    rows, counts = compare_figures(base_figs, figures, failures)
+    out.write(format_rows(rows))
+    out.write("baremm: results in %s\n" % os.path.relpath(top))
+    if any(r["verdict"] == "faster" for r in rows):
+        out.write("some figures got cheaper than the baseline: if intended, refresh it with "
+                  "`make perf-baseline`\n")
+    if counts["failed"]:
+        out.write("a figure got slower than its tolerance allows: if the slowdown is "
+                  "intended, refresh the baseline with `make perf-baseline` and commit it\n")
+    out.write("%d passed, %d failed\n" % (counts["passed"], counts["failed"]))
+    if counts["failed"] or (a.repeat and differ):
+        return 1
+    return 0
+
+
+def add_parser(sub):
+    p = sub.add_parser("perf-check", help="deterministic-mode (icount) regression check "
+                       "against tests/perf/baseline.json")
+    p.add_argument("--update", action="store_true",
+                   help="rewrite the baseline from this run (make perf-baseline)")
+    p.add_argument("--config", default=None, help="default tests/perf/perf.cfg")
+    p.add_argument("--baseline", default=None, help="default tests/perf/baseline.json")
+    p.add_argument("--only", action="append", help="only this perf.cfg entry (repeatable)")
+    p.add_argument("--repeat", action="store_true",
+                   help="boot every entry twice and check that the figures are identical")
+    p.add_argument("--no-build", action="store_true")
+    p.set_defaults(func=main)
+    return p
