@@ -12,6 +12,10 @@ HOSTCC ?= gcc
 PYTHON := python3
 BUILD := build
 ISO := iso/baremm.iso
+# The same kernel in an ISO whose GRUB menu does not wait: the host tools boot this one.
+# Under -icount the menu's 1 s wait is 10^9 guest instructions (about a minute of host
+# time); the USB-stick ISO keeps the menu so a person can edit the command line.
+QEMU_ISO := $(BUILD)/baremm-qemu.iso
 ELF := $(BUILD)/baremm.elf
 
 CLANG := $(findstring clang,$(CC))
@@ -29,7 +33,7 @@ ASRCS := $(wildcard boot/*.asm)
 KOBJS := $(patsubst %.c,$(BUILD)/%.o,$(KSRCS)) $(patsubst %.asm,$(BUILD)/%.o,$(ASRCS))
 BUILD_ID := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
-all: $(ISO)
+all: $(ISO) $(QEMU_ISO)
 
 deps:
 	@tools/install-deps.sh
@@ -62,6 +66,13 @@ $(ISO): $(ELF) iso/grub.cfg
 	@echo "  ISO     $@"
 	@grub-mkrescue -o $@ $(BUILD)/isodir >$(BUILD)/grub-mkrescue.log 2>&1 || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
 
+$(QEMU_ISO): $(ELF) iso/grub.cfg
+	@mkdir -p $(BUILD)/isodir-qemu/boot/grub
+	@cp $(ELF) $(BUILD)/isodir-qemu/boot/baremm.elf
+	@sed 's/^set timeout=.*/set timeout=0/' iso/grub.cfg > $(BUILD)/isodir-qemu/boot/grub/grub.cfg
+	@echo "  ISO     $@"
+	@grub-mkrescue -o $@ $(BUILD)/isodir-qemu >$(BUILD)/grub-mkrescue-qemu.log 2>&1 || { cat $(BUILD)/grub-mkrescue-qemu.log; exit 1; }
+
 # ---- host unit tests (mm/ and kernel/ logic compiled for the host, ASan + UBSan) ----
 HOSTCFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -DBAREMM_HOST -I. -Itests/host \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -82,28 +93,28 @@ host-test: $(HOST_BINS)
 	@rc=0; for t in $(HOST_BINS); do $$t || rc=1; done; exit $$rc
 
 # ---- QEMU ----
-run: deps $(ISO)
+run: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm suite default
 
-bench: deps $(ISO)
+bench: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm suite full
 
 test: deps
-	@$(MAKE) -s $(ISO)
+	@$(MAKE) -s $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm test
 
 # The seed experiments (docs/EXPERIMENTS.md): make seed-000 ... seed-004, or all of them.
-seed-%: deps $(ISO)
+seed-%: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm experiment $*
 
-seeds: deps $(ISO)
+seeds: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm experiment all
 
 # Deterministic-mode regression check against tests/perf/baseline.json.
-perf-check: deps $(ISO)
+perf-check: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm perf-check
 
-perf-baseline: deps $(ISO)
+perf-baseline: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm perf-check --update
 
 debug: deps $(ISO)

@@ -127,7 +127,7 @@ def add_boot_args(p):
     p.add_argument("--timeout", type=float, default=300,
                    help="host timeout in seconds; QEMU is killed after it (default 300)")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
-    p.add_argument("--iso", default=None, help="ISO to boot (default iso/baremm.iso)")
+    p.add_argument("--iso", default=None, help="ISO to boot (default build/baremm-qemu.iso: iso/baremm.iso without the GRUB menu wait)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not echo the serial output")
 
 

@@ -16,7 +16,8 @@ QEMU = "qemu-system-x86_64"
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 ICOUNT = "shift=0,sleep=off,align=off"
-ISO = "iso/baremm.iso"
+ISO = "build/baremm-qemu.iso"   # iso/baremm.iso without the GRUB menu wait (Makefile)
+USB_ISO = "iso/baremm.iso"
 SCHEMA = "baremm-run/1"
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -239,8 +240,8 @@ def git_info(root=ROOT):
 
 
 def build(root=ROOT, quiet=False):
-    """`make -s iso/baremm.iso`; raises ToolError with the output on failure."""
-    r = subprocess.run(["make", "-s", ISO], cwd=root, capture_output=True, text=True)
+    """`make -s iso/baremm.iso build/baremm-qemu.iso`; raises ToolError on failure."""
+    r = subprocess.run(["make", "-s", USB_ISO, ISO], cwd=root, capture_output=True, text=True)
     if r.returncode != 0:
         raise ToolError("build failed (make -s %s, exit %d):\n%s%s"
                         % (ISO, r.returncode, r.stdout[-4000:], r.stderr[-4000:]))
