@@ -4,7 +4,7 @@
  * State: gp_started / gp_done (a period s is running while gp_started == s > gp_done),
  * rcu_qs[cpu].seen = the newest period number CPU cpu has reported a quiescent point for.
  * Period s is complete when every online CPU has seen >= s; the completing CPU moves
- * gp_done from s - 1 to s with a compare-and-swap, so exactly one CPU records it.
+ * gp_done from s - 1 to s after claiming the completion with a compare-and-swap on gp_claimed, so exactly one CPU records it.
  *
  * A callback queued while period s runs may have been unhooked after some CPUs already
  * reported for s, so it waits for s + 1; one queued while no period runs starts s + 1 and
@@ -27,6 +27,7 @@ static struct {
 	spinlock_t lock;		/* the callback FIFO and starting periods */
 	u64 gp_started;
 	u64 gp_done;
+	u64 gp_claimed;		/* completion claimed by one CPU (gp_done follows) */
 	u64 gp_start_tsc;
 	struct rcu_head *head;
 	struct rcu_head **tail;
@@ -44,7 +45,9 @@ static void rcu_try_complete(u64 s)
 			return;
 	u64 expect = s - 1;
 	u64 t = rdtsc();
-	if (atomic_cmpxchg(&rcu.gp_done, &expect, s)) {
+	/* One CPU claims the completion, accounts for it, then publishes it: a waiter that
+	 * sees gp_done == s also sees the period counted. */
+	if (atomic_cmpxchg(&rcu.gp_claimed, &expect, s)) {
 		u64 lat = t - atomic_load(&rcu.gp_start_tsc);
 		rcu.st.gp_completed++;
 		rcu.st.lat_sum += lat;
@@ -52,6 +55,7 @@ static void rcu_try_complete(u64 s)
 		if (lat > rcu.st.lat_max)
 			rcu.st.lat_max = lat;
 		count_event(EV_RCU_GP);
+		atomic_store_release(&rcu.gp_done, s);
 	}
 }
 
