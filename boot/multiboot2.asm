@@ -1,6 +1,8 @@
-; Multiboot2 header: GRUB finds it in the first 32 KiB of the image. We ask for no
-; video mode (text console under BIOS, GOP framebuffer as firmware left it under UEFI)
-; and accept that the info structure may sit anywhere (we copy it first thing).
+; Multiboot2 header: GRUB finds it in the first 32 KiB of the image. We ask for a linear
+; framebuffer (optional, no preferred size or depth: GRUB picks a UEFI GOP or BIOS VBE
+; mode, else leaves EGA text) so a machine without a serial port shows the output
+; (kernel/fbcon.c; iso/grub.cfg loads the video drivers). The info structure may sit
+; anywhere: we copy it first.
 section .multiboot
 align 8
 mb2_header_start:
@@ -8,6 +10,13 @@ mb2_header_start:
     dd 0                            ; architecture: i386 protected mode
     dd mb2_header_end - mb2_header_start
     dd -(0xe85250d6 + 0 + (mb2_header_end - mb2_header_start))
+    ; framebuffer tag: type 5, flags bit 0 = optional (boot even if no mode can be set)
+    align 8
+    dw 5, 1
+    dd 20
+    dd 0                            ; width: no preference
+    dd 0                            ; height: no preference
+    dd 0                            ; depth: no preference
     ; end tag
     align 8
     dw 0, 0

@@ -1,5 +1,6 @@
-/* Console sinks behind printk: COM1 serial and, when the boot loader left one, a text
- * screen mirror (EGA text mode). console_emit runs under the console lock. */
+/* Console sinks behind printk: COM1 serial and, when the boot loader left one, a screen
+ * mirror (kernel/fbcon.c for a pixel framebuffer, EGA text mode here). console_emit runs
+ * under the console lock. */
 #ifndef BAREMM_CONSOLE_H
 #define BAREMM_CONSOLE_H
 

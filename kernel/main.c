@@ -7,6 +7,7 @@
 #include "kernel/types.h"
 #include "kernel/printk.h"
 #include "kernel/console.h"
+#include "kernel/fbcon.h"
 #include "kernel/panic.h"
 #include "kernel/percpu.h"
 #include "kernel/string.h"
@@ -194,6 +195,9 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 		printk("boot: firmware data: %s\n", boot_info.warnings[i]);
 	if (boot_info.fb.present && boot_info.fb.type == 2 && !serial_present())
 		vga_text_init(boot_info.fb.addr, boot_info.fb.width, boot_info.fb.height);
+	if (boot_info.fb.present)	/* pixel framebuffer: drawn when fbcon= wants it */
+		fbcon_init(boot_info.fb.addr, boot_info.fb.pitch, boot_info.fb.width,
+			   boot_info.fb.height, boot_info.fb.bpp, boot_info.fb.type);
 
 	/* command line: QEMU fw_cfg (the runner) wins over the boot loader's */
 	if (fw_cfg_read_file("opt/baremm/cmdline", cmdline, sizeof(cmdline)) >= 0) {

@@ -60,6 +60,29 @@ static void map_2m(u64 va, phys_addr_t pa, u64 flags)
 	pd[(va >> 21) & 511] = pa | flags | P | PS | global_bit;
 }
 
+/* MMIO the direct map must also cover (a framebuffer above 4 GiB), mapped by
+ * direct_map_init with the RAM. */
+static struct { phys_addr_t base, end; } mmio[4];
+static int nr_mmio;
+
+int direct_map_add_mmio(phys_addr_t base, u64 size)
+{
+	if (tables_live || nr_mmio == (int)ARRAY_SIZE(mmio) || !size || base + size < base ||
+	    base + size > DIRECT_MAP_MAX_PHYS)
+		return -1;
+	mmio[nr_mmio].base = base;
+	mmio[nr_mmio].end = base + size;
+	nr_mmio++;
+	return 0;
+}
+
+void *direct_map_va(phys_addr_t pa, u64 size)
+{
+	if (tables_live)
+		return __va(pa);
+	return pa + size <= (1ULL << 32) ? (void *)pa : NULL;	/* boot identity map */
+}
+
 static void map_kernel_range(char *start, char *end, u64 flags)
 {
 	for (u64 va = (u64)start; va < (u64)end; va += PAGE_SIZE)
@@ -91,6 +114,11 @@ void direct_map_init(void)
 		for (phys_addr_t pa = MAX(b, 1ULL << 32); pa < e && pa < top; pa += 1ULL << 21)
 			map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx);
 	}
+
+	for (int i = 0; i < nr_mmio; i++)	/* the part above 4 GiB; RW, NX, 2 MiB pages */
+		for (phys_addr_t pa = MAX(ALIGN_DOWN(mmio[i].base, 1ULL << 21), 1ULL << 32);
+		     pa < ALIGN_UP(mmio[i].end, 1ULL << 21); pa += 1ULL << 21)
+			map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx);
 
 	map_kernel_range(__text_start, __text_end, 0);
 	map_kernel_range(__rodata_start, __rodata_end, nx);
