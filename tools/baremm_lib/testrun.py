@@ -131,6 +131,30 @@ def clang_build(outdir, out=sys.stdout):
     return (1, 0, 0) if ok else (0, 1, 0)
 
 
+def perf_check(outdir, out=sys.stdout):
+    """The deterministic-mode regression check (tools/baremm perf-check): each figure of
+    tests/perf/perf.cfg within its tolerance of tests/perf/baseline.json counts as one."""
+    log = os.path.join(outdir, "perf-check.log")
+    r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm"), "perf-check",
+                        "--no-build"], cwd=runner.ROOT, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    m = re.search(r"^(\d+) passed, (\d+) failed", r.stdout, re.M)
+    if not m:
+        out.write("FAIL perf-check (no summary line; see %s)\n" % log)
+        return 0, 1, 0
+    p, f = int(m.group(1)), int(m.group(2))
+    if r.returncode != 0 and f == 0:
+        f = 1
+    out.write("%s perf-check (deterministic figures vs tests/perf/baseline.json: %d within "
+              "tolerance, %d slower or missing)\n" % ("PASS" if f == 0 else "FAIL", p, f))
+    if f:
+        out.write("".join("    " + line + "\n" for line in r.stdout.splitlines()
+                          if "FAIL" in line or "SLOWER" in line.upper())[:4000])
+        out.write("    see %s (refresh with `make perf-baseline` when a slowdown is intended)\n" % log)
+    return p, f, 0
+
+
 def failure_details(k):
     """[(suite.test, diagnostics)] of the failed leaf tests in a ktap dict."""
     out = []
@@ -267,6 +291,9 @@ def main(args, out=sys.stdout):
         tally.add(*clang_build(outdir, out))
         out.flush()
     results = run_matrix(entries, outdir, args.jobs, out, build_error=build_error)
+    if not args.no_build and not build_error and not (args.quick or args.only or args.group):
+        tally.add(*perf_check(outdir, out))
+        out.flush()
     for r in results:
         p, f, s = r["counts"]
         tally.add(p, f, s)
