@@ -247,7 +247,10 @@ struct zap_ctx {
 static void zap_pte_table(struct zap_ctx *z, u64 *table, u64 addr, u64 end)
 {
 	struct mmu_gather *tlb = z->tlb;
-	for (; addr < end; addr += PAGE_SIZE) {
+	/* pt_used counts the table's present entries: once it is 0 nothing is left to zap,
+	 * so a sparse table costs its present entries, not 512 slot reads. */
+	const struct page *tp = virt_to_page(table);
+	for (; addr < end && tp->pt_used; addr += PAGE_SIZE) {
 		u64 *slot = &table[pt_index(addr, 1)];
 		if (!pte_present(READ_ONCE(*slot)))
 			continue;
@@ -382,9 +385,63 @@ long pt_protect_range(struct pgtable *pt, u64 start, u64 end, u64 clear, u64 set
 
 /* ---- fork-style copy ---- */
 
+/* Copy one present leaf @v (at @slot in the source) into @dslot, fork-style. */
+static void copy_leaf(u64 *slot, u64 v, u64 *dslot, struct pt_zap_stats *st)
+{
+	if (pte_special(v)) {
+		pt_set(dslot, v);
+		st->special++;
+		return;
+	}
+	struct page *page = pfn_to_page(pte_pfn(v));
+	if (page_test_flag(page, PG_shared)) {
+		st->shared++;
+	} else {
+		/* private: copy on write for both sides */
+		if (pte_write(v))
+			v = pt_modify(slot, _PAGE_RW, 0) & ~_PAGE_RW;
+		st->anon++;
+	}
+	get_page(page);
+	page_add_rmap(page);
+	pt_set(dslot, v);
+}
+
+/*
+ * A last-level table: the destination table is found (or allocated) once, not walked
+ * from the root per entry, and the scan stops after the source's present entries
+ * (pt_used; entries before @addr may make it an overcount, never an undercount).
+ */
+static int copy_pte_table(struct pgtable *dst, u64 *table, u64 addr, u64 end,
+			  struct pt_zap_stats *st)
+{
+	unsigned left = virt_to_page(table)->pt_used;
+	u64 *dtable = NULL;
+	for (; addr < end && left; addr += PAGE_SIZE) {
+		unsigned idx = pt_index(addr, 1);
+		u64 v = READ_ONCE(table[idx]);
+		if (!pte_present(v))
+			continue;
+		left--;
+		if (!dtable) {
+			int err = 0;
+			u64 *dslot = slot_at(dst, addr, 1, true, &err);
+			if (!dslot)
+				return -1;
+			dtable = dslot - idx;
+		}
+		if (pte_present(READ_ONCE(dtable[idx])))
+			continue;	/* already copied (overlapping calls) */
+		copy_leaf(&table[idx], v, &dtable[idx], st);
+	}
+	return 0;
+}
+
 static int copy_level(struct pgtable *dst, struct pgtable *src, u64 *table, int level,
 		      u64 addr, u64 end, struct pt_zap_stats *st)
 {
+	if (level == 1)
+		return copy_pte_table(dst, table, addr, end, st);
 	while (addr < end) {
 		u64 next = pt_level_end(addr, end, level);
 		u64 *slot = &table[pt_index(addr, level)];
@@ -403,28 +460,8 @@ static int copy_level(struct pgtable *dst, struct pgtable *src, u64 *table, int 
 		u64 *dslot = slot_at(dst, addr, level, true, &err);
 		if (!dslot)
 			return -1;
-		if (pte_present(READ_ONCE(*dslot))) {
-			addr = next;	/* already copied (overlapping calls) */
-			continue;
-		}
-		if (pte_special(v)) {
-			pt_set(dslot, v);
-			st->special++;
-			addr = next;
-			continue;
-		}
-		struct page *page = pfn_to_page(pte_pfn(v));
-		if (page_test_flag(page, PG_shared)) {
-			st->shared++;
-		} else {
-			/* private: copy on write for both sides */
-			if (pte_write(v))
-				v = pt_modify(slot, _PAGE_RW, 0) & ~_PAGE_RW;
-			st->anon++;
-		}
-		get_page(page);
-		page_add_rmap(page);
-		pt_set(dslot, v);
+		if (!pte_present(READ_ONCE(*dslot)))	/* else already copied (overlapping calls) */
+			copy_leaf(slot, v, dslot, st);
 		addr = next;
 	}
 	return 0;
