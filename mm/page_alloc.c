@@ -115,17 +115,26 @@ static inline void expand(struct page *page, unsigned low, unsigned high, int mt
 	}
 }
 
+/* The first block on free_list[o][mt], split down to @order (remainders stay on mt's
+ * lists); NULL when that list is empty. */
+static struct page *take_block(unsigned order, unsigned o, int mt)
+{
+	struct list_head *l = &mm_zone.free_area[o].free_list[mt];
+	if (list_empty(l))
+		return NULL;
+	struct page *page = list_first_entry(l, struct page, lru);
+	del_from_free_list(page, o);
+	expand(page, order, o, mt);
+	page->order = (u8)order;
+	return page;
+}
+
 static struct page *rmqueue_smallest(unsigned order, int mt)
 {
 	for (unsigned o = order; o <= MAX_ORDER; o++) {
-		struct list_head *l = &mm_zone.free_area[o].free_list[mt];
-		if (list_empty(l))
-			continue;
-		struct page *page = list_first_entry(l, struct page, lru);
-		del_from_free_list(page, o);
-		expand(page, order, o, mt);
-		page->order = (u8)order;
-		return page;
+		struct page *page = take_block(order, o, mt);
+		if (page)
+			return page;
 	}
 	return NULL;
 }
@@ -201,15 +210,9 @@ static struct page *rmqueue_fallback(unsigned order, int mt)
 	/* Borrow: smallest block of another type, its remainders stay on that type. */
 	for (unsigned o = order; o <= MAX_ORDER; o++) {
 		for (int i = 0; i < MIGRATE_TYPES - 1; i++) {
-			int from = fallbacks[mt][i];
-			struct list_head *l = &mm_zone.free_area[o].free_list[from];
-			if (list_empty(l))
-				continue;
-			struct page *page = list_first_entry(l, struct page, lru);
-			del_from_free_list(page, o);
-			expand(page, order, o, from);
-			page->order = (u8)order;
-			return page;
+			struct page *page = take_block(order, o, fallbacks[mt][i]);
+			if (page)
+				return page;
 		}
 	}
 	return NULL;
