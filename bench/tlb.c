@@ -313,6 +313,10 @@ static void ptr_run(struct bench_ctx *ctx, struct bench_sample *s)
 		mm_put(child);
 		s->ops++;
 	}
+	/* The round pays for every table it deferred (one barrier amortised over the
+	 * round's fork+exits), so rounds are self-contained and ab=ptfree_rcu:off,on can
+	 * interleave them: no `off` round frees an `on` round's tables. */
+	rcu_barrier();
 	s->cycles = bench_stop(t0);
 }
 
