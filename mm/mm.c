@@ -247,15 +247,23 @@ int vm_munmap(struct mm_struct *mm, u64 start, u64 len)
 	}
 	struct mmu_gather tlb;
 	struct pt_zap_stats st = { 0, 0, 0 };
+	/* Objects of removed regions (a reference page mapped by special entries the
+	 * gather does not hold) are released only after every TLB forgot them. */
+	struct vm_region dropped[MM_MAX_REGIONS];
+	unsigned ndropped = 0;
 	tlb_gather_mmu(&tlb, mm);
 	for (unsigned i = region_index_after(mm, start); i < mm->nr_regions;) {
 		struct vm_region *r = &mm->regions[i];
 		if (r->start >= end)
 			break;
 		u64 s = MAX(r->start, start), e = MIN(r->end, end);
+		bool whole = s == r->start && e == r->end;
+		if (whole && r->obj)
+			tlb.frees_objects = true;	/* before any flush of this unmap */
 		pt_unmap_range(&mm->pt, s, e, &tlb, &st);
-		if (s == r->start && e == r->end) {
-			region_put_obj(r);
+		if (whole) {
+			if (r->obj)
+				dropped[ndropped++] = *r;
 			region_remove(mm, i);
 		} else if (s == r->start) {
 			r->pgoff += (e - r->start) >> PAGE_SHIFT;
@@ -275,6 +283,8 @@ int vm_munmap(struct mm_struct *mm, u64 start, u64 len)
 		}
 	}
 	tlb_finish_mmu(&tlb);
+	for (unsigned k = 0; k < ndropped; k++)
+		region_put_obj(&dropped[k]);
 	rss_sub(mm, &st);
 	mm_unlock(mm);
 	return 0;

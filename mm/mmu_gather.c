@@ -50,6 +50,7 @@ static void gather_init(struct mmu_gather *tlb, struct mm_struct *mm, bool fullm
 	tlb->mm = mm;
 	tlb->fullmm = fullmm;
 	tlb->delayed_rmap = false;
+	tlb->frees_objects = false;
 	tlb->batch_count = 0;
 	tlb->local.next = NULL;
 	tlb->local.nr = 0;
@@ -139,7 +140,7 @@ void tlb_remove_page(struct mmu_gather *tlb, struct page *page)
 static bool gather_frees_something(struct mmu_gather *tlb)
 {
 	struct mmu_gather_batch *b;
-	if (tlb->tables && tlb->tables->nr)
+	if (tlb->frees_objects || (tlb->tables && tlb->tables->nr))
 		return true;
 	for_each_used_batch(b, tlb)
 		if (b->nr)

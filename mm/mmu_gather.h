@@ -87,6 +87,10 @@ struct mmu_gather {
 	bool freed_tables;		/* a table page was unhooked since the last flush */
 	bool cleared_ptes, cleared_pmds, cleared_puds, cleared_p4ds;
 	bool delayed_rmap;		/* batches hold delayed-rmap pages */
+	bool frees_objects;		/* the caller frees what cleared special entries mapped
+					 * (a region's reference page) after tlb_finish_mmu: the
+					 * flush must count as freeing pages (no early ack, no
+					 * lazy skip) even when the batches are empty */
 	unsigned batch_count;		/* page-sized batches allocated */
 	struct mmu_gather_batch *active;
 	struct mmu_gather_table_batch *tables;

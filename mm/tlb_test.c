@@ -31,6 +31,7 @@
 #include "mm/mmu_gather.h"
 #include "mm/page_alloc.h"
 #include "mm/page_debug.h"
+#include "mm/refpage.h"
 
 DEFINE_OPTION_UINT(tlb_stress_iters, "tlb_stress_iters", 50, 1, 1000000,
 		   "iterations per variant of the tlb.concurrent_initiators test");
@@ -849,4 +850,79 @@ KTEST_SMP(tlb, rcu_grace_period, 2)
 	       "the 20 ms read-side section)\n", (unsigned long long)n,
 	       (unsigned long long)(n ? (st1.lat_sum - st0.lat_sum) / n : 0),
 	       (unsigned long long)st1.lat_max);
+}
+
+/*
+ * Unmapping a reference-page region: the reference page is mapped by special entries the
+ * gather does not hold, and the region's reference may be the last one. It must be
+ * released only after every TLB forgot it (found in review: vm_munmap used to drop it
+ * before the shootdown, and CPU 1 read the freed page's poison through its TLB).
+ */
+struct rp_ctx {
+	struct mm_struct *mm;
+	volatile u64 stop, go;
+	volatile u64 poison_reads, reads;
+};
+static struct rp_ctx rpctx;
+
+static void rp_reader(struct rp_ctx *c)
+{
+	switch_mm(c->mm);
+	while (!atomic_load_acquire(&c->go))
+		cpu_relax();
+	while (!atomic_load_acquire(&c->stop)) {
+		u64 v;
+		if (probe_read((const volatile void *)TEST_VA, &v))
+			break;	/* faulted: the mapping is gone from this TLB */
+		c->reads++;
+		if (is_poison(v))
+			c->poison_reads++;
+	}
+	switch_mm(NULL);
+}
+
+static void rp_fn(void *arg)
+{
+	struct rp_ctx *c = arg;
+	if (smp_processor_id() == 1)
+		rp_reader(c);
+	if (smp_processor_id() != 0)
+		return;
+	while (c->reads < 1000)
+		cpu_relax();
+	vm_munmap(c->mm, TEST_VA, PAGE_SIZE);
+	atomic_store_release(&c->stop, 1);
+}
+
+KTEST_SMP(tlb, refpage_released_after_shootdown, 2)
+{
+	if (!page_debug)
+		kt_skip("needs page_debug=on (only then are freed pages poisoned)");
+	struct tlb_variants saved;
+	variants_save(&saved);
+	u64 poison = 0;
+	for (int proto = 0; proto < 2; proto++) {
+		tlb_protocol = proto ? TLB_PROTO_CONCURRENT : TLB_PROTO_SEQUENTIAL;
+		for (int i = 0; i < 50; i++) {
+			struct rp_ctx *c = &rpctx;
+			memset(c, 0, sizeof(*c));
+			c->mm = mm_alloc();
+			KT_ASSERT(c->mm);
+			struct refpage *ref = refpage_create(0x1122334455667788ULL);
+			KT_ASSERT(ref);
+			KT_ASSERT(vm_mmap(c->mm, TEST_VA, PAGE_SIZE, VM_READ, VM_REFPAGE, ref) == (long)TEST_VA);
+			refpage_put(ref);	/* the region holds the last reference now */
+			atomic_store_release(&c->go, 1);
+			cpumask_t two;
+			cpumask_clear(&two);
+			cpumask_set_cpu(0, &two);
+			cpumask_set_cpu(1, &two);
+			smp_run_parallel(&two, rp_fn, c);
+			poison += c->poison_reads;
+			mm_put(c->mm);
+		}
+	}
+	variants_restore(&saved);
+	KT_EXPECT_MSG(poison == 0, "use after free: %llu reads of the freed reference page's poison",
+		      (unsigned long long)poison);
 }
