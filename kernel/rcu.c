@@ -32,6 +32,7 @@ static struct {
 	struct rcu_head *head;
 	struct rcu_head **tail;
 	u64 nr_cbs;
+	u64 in_flight;			/* callbacks dequeued by rcu_poll, not yet run */
 	struct rcu_stats st;
 } rcu = { .lock = SPINLOCK_INIT };
 
@@ -61,12 +62,16 @@ static void rcu_try_complete(u64 s)
 
 void rcu_quiescent_state(void)
 {
+	/* Interrupts off: a kick taken between the load and the store could report a newer
+	 * period, which the store would then move back (and that period would never end). */
+	unsigned long f = local_irq_save();
 	u64 s = atomic_load(&rcu.gp_started);
 	struct rcu_cpu *me = &rcu_qs[smp_processor_id()];
-	if (atomic_load_relaxed(&me->seen) >= s)
-		return;
-	atomic_store(&me->seen, s);
-	rcu_try_complete(s);
+	if (atomic_load_relaxed(&me->seen) < s) {
+		atomic_store(&me->seen, s);
+		rcu_try_complete(s);
+	}
+	local_irq_restore(f);
 }
 
 static void rcu_kick_fn(void *info)
@@ -150,6 +155,7 @@ unsigned rcu_poll(void)
 		n++;
 	}
 	*rtail = NULL;
+	rcu.in_flight += n;
 	u64 s = rcu_start_locked(0);
 	spin_unlock_irqrestore(&rcu.lock, f);
 	if (s)
@@ -159,6 +165,8 @@ unsigned rcu_poll(void)
 		ready->func(ready);
 		ready = nx;
 	}
+	if (n)
+		atomic_sub_return(&rcu.in_flight, n);	/* rcu_barrier waits for this */
 	return n;
 }
 
@@ -191,9 +199,14 @@ void rcu_barrier(void)
 			target = container_of(rcu.tail, struct rcu_head, next)->gp;
 		spin_unlock_irqrestore(&rcu.lock, f);
 		if (!target)
-			return;
+			break;
 		rcu_wait_for(target);
 		rcu_poll();
+	}
+	/* Callbacks another CPU's rcu_poll took off the queue may still be running. */
+	while (atomic_load(&rcu.in_flight)) {
+		smp_call_queue_drain();
+		cpu_relax();
 	}
 }
 

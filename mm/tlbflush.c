@@ -287,8 +287,15 @@ static void flush_all_fn(void *info)
 {
 	(void)info;
 	struct tlb_state *ts = &cpu_tlbstate[smp_processor_id()];
-	for (unsigned i = 0; i < TLB_NR_DYN_ASIDS; i++)
-		ts->asids[i].gen = 0;	/* other ASIDs: flush when next loaded */
+	/* Other ASIDs: forget which mm they held, so the next load of any mm takes a slot
+	 * with a flushing CR3 write (a gen of 0 could still match an mm whose tlb_gen is
+	 * 0, and flush_tlb_all() covers edits that bump no generation). */
+	for (unsigned i = 0; i < TLB_NR_DYN_ASIDS; i++) {
+		if (ts->pcide && i == ts->cur_asid)
+			continue;	/* the loaded one: flushed below */
+		ts->asids[i].mm_id = 0;
+		ts->asids[i].gen = 0;
+	}
 	if (ts->loaded_mm)
 		ts->loaded_gen = atomic_load(&ts->loaded_mm->tlb_gen);
 	flush_local_full(ts);
