@@ -50,11 +50,15 @@ static void rcu_try_complete(u64 s)
 	 * sees gp_done == s also sees the period counted. */
 	if (atomic_cmpxchg(&rcu.gp_claimed, &expect, s)) {
 		u64 lat = t - atomic_load(&rcu.gp_start_tsc);
+		/* the lock keeps rcu_get_stats/rcu_reset_stats from tearing the figures; it is
+		 * never held across a wait, so taking it here (maybe in a kick IRQ) is safe */
+		unsigned long f = spin_lock_irqsave(&rcu.lock);
 		rcu.st.gp_completed++;
 		rcu.st.lat_sum += lat;
 		rcu.st.lat_last = lat;
 		if (lat > rcu.st.lat_max)
 			rcu.st.lat_max = lat;
+		spin_unlock_irqrestore(&rcu.lock, f);
 		count_event(EV_RCU_GP);
 		atomic_store_release(&rcu.gp_done, s);
 	}
