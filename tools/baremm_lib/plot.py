@@ -19,9 +19,17 @@ def _num(v):
         return None
 
 
+def case_param(r):
+    """(name, value) of a benchmark case (case=<name>:<value>), or (None, None)."""
+    name, sep, value = r.get("case", "").partition(":")
+    return (name, value) if sep else (None, None)
+
+
 def x_value(rec, r, key):
     if key in ("cpus", "runs"):
         return r[key]
+    if case_param(r)[0] == key:
+        return case_param(r)[1]
     if key in r.get("variants", {}):
         return r["variants"][key]
     if key in r.get("extra", {}):
@@ -59,14 +67,18 @@ def collect(records, xkey, bench=None, metric=None):
             if x is None:
                 continue
             rest = ",".join("%s:%s" % kv for kv in r.get("variants", {}).items() if kv[0] != xkey)
-            label = "%s.%s%s" % (r["bench"], r["metric"], (" [%s]" % rest) if rest else "")
+            name = r["metric"]
+            if case_param(r)[0] == xkey:	# the case is the x axis: one series for all cases
+                name = name.split("[", 1)[0]
+            label = "%s.%s%s" % (r["bench"], name, (" [%s]" % rest) if rest else "")
             if xkey != "cpus":
                 label += " cpus=%d" % r["cpus"]
             series.setdefault(label, []).append((x, r))
             units.add(r["unit"])
     if not series:
         raise PlotError("no result has a value for --x %s (a result field such as cpus, a "
-                        "variant option, or a machine/config key)" % xkey)
+                        "benchmark case such as pages, a variant option, or a machine/config "
+                        "key)" % xkey)
     if len(units) > 1:
         raise PlotError("results with different units (%s): choose with --bench/--metric"
                         % ", ".join(sorted(units)))
