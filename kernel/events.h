@@ -33,6 +33,8 @@
 	X(PCP_DRAIN, "pcp_drain")                                                   \
 	X(ZONE_LOCK, "zone_lock")                 /* zone lock acquisitions */       \
 	X(ZONE_LOCK_CONTENDED, "zone_contended")  /* acquisitions that spun */       \
+	X(BUDDY_MERGE, "buddy_merge")             /* buddy pairs merged at free */   \
+	X(BUDDY_SPLIT, "buddy_split")             /* blocks halved at allocation */  \
 	X(PAGEBLOCK_LOOKUP, "pb_lookup")          /* pageblock migratetype reads */  \
 	X(PAGEBLOCK_STEAL, "pb_steal")            /* pageblocks changing type */     \
 	X(PGFAULT, "fault")                       /* all page faults handled */      \

@@ -95,6 +95,7 @@ void __free_one_page(struct page *page, unsigned order, int mt)
 		if (!(buddy->flags & PG_buddy) || buddy->order != order)
 			break;
 		del_from_free_list(buddy, order);
+		count_event(EV_BUDDY_MERGE);
 		pfn &= ~(1ULL << order);
 		order++;
 	}
@@ -112,6 +113,7 @@ static inline void expand(struct page *page, unsigned low, unsigned high, int mt
 	while (high > low) {
 		high--;
 		add_to_free_list(page + (1UL << high), high, mt);
+		count_event(EV_BUDDY_SPLIT);
 	}
 }
 
