@@ -152,9 +152,11 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 	int nefi = 0;
 	bool have_mmap = false, end_seen = false;
 	u32 off = 8;
-	while (off + 8 <= total) {
+	/* Bounds are checked as "x <= limit - offset", never "offset + x <= limit": a
+	 * firmware size near 2^32 must not wrap the sum past the check. */
+	while (8 <= total - off) {
 		u32 type = rd32(p + off), size = rd32(p + off + 4);
-		if (size < 8 || off + size > total) {
+		if (size < 8 || size > total - off) {
 			warn(bi, "multiboot2: truncated tag, parsing stopped");
 			break;
 		}
@@ -189,7 +191,7 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 				break;
 			}
 			have_mmap = true;
-			for (u32 e = 16; e + esz <= size; e += esz) {
+			for (u32 e = 16; e <= size && esz <= size - e; e += esz) {
 				if (bi->nr_ranges == MB2_MAX_RANGES) {
 					warn(bi, "multiboot2: memory map has too many entries, rest ignored");
 					break;
@@ -208,10 +210,15 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 			u32 dsz = rd32(t + 8);
 			if (dsz < 40)
 				break;
-			for (u32 e = 16; e + dsz <= size && nefi < MB2_MAX_RANGES; e += dsz) {
+			for (u32 e = 16; e <= size && dsz <= size - e && nefi < MB2_MAX_RANGES; e += dsz) {
+				u64 pages = rd64(t + e + 24);
+				if (pages > (PHYS_LIMIT >> 12)) {	/* << 12 would wrap */
+					warn(bi, "multiboot2: EFI map entry with an absurd page count dropped");
+					continue;
+				}
 				efi_ranges[nefi].type = efi_type(rd32(t + e));
 				efi_ranges[nefi].base = rd64(t + e + 8);
-				efi_ranges[nefi].size = rd64(t + e + 24) << 12;
+				efi_ranges[nefi].size = pages << 12;
 				nefi++;
 			}
 			break;

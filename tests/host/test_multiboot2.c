@@ -208,6 +208,60 @@ HTEST(randomized_normalize_matches_model)
 	}
 }
 
+/* Parse from a heap copy of exactly the block's size, so ASan sees any read past it. */
+static int parse_exact(const struct builder *b)
+{
+	unsigned char *copy = malloc(b->len);
+	memcpy(copy, b->buf, b->len);
+	int r = mb2_parse(copy, b->len, &bi, &err);
+	free(copy);
+	return r;
+}
+
+HTEST(sizes_near_2_32_do_not_wrap_the_bounds_checks)
+{
+	/* a tag whose size wraps off + size to a small number */
+	struct builder b;
+	start(&b);
+	struct mem_range r[] = { { 0x100000, 0x1000000, 1 } };
+	mmap_tag(&b, r, 1);
+	unsigned char *t = b.buf + b.len;
+	unsigned type = 6, size = 0xfffffff8u;
+	memcpy(t, &type, 4);
+	memcpy(t + 4, &size, 4);
+	b.len += 8;
+	memcpy(b.buf, &b.len, 4);
+	HT_ASSERT(parse_exact(&b) == 0);	/* ASan: no read past the block */
+	HT_EXPECT_EQ(bi.nr_ranges, 1);
+	HT_EXPECT(bi.nr_warnings >= 1);
+	/* an mmap tag whose entry size wraps e + esz */
+	start(&b);
+	unsigned char *m = tag(&b, 6, 24);
+	unsigned esz = 0xfffffff8u;
+	memcpy(m + 8, &esz, 4);
+	mmap_tag(&b, r, 1);
+	finish(&b);
+	HT_ASSERT(parse_exact(&b) == 0);
+	HT_EXPECT_EQ(bi.nr_ranges, 1);
+	/* an EFI entry whose page count would wrap when shifted */
+	start(&b);
+	unsigned char *e = tag(&b, 17, 16 + 48 * 2);
+	unsigned dsz = 48;
+	memcpy(e + 8, &dsz, 4);
+	u32 ty = 7;
+	u64 base = 0x100000, pages = 0x800, huge = 1ULL << 60;
+	memcpy(e + 16, &ty, 4);
+	memcpy(e + 24, &base, 8);
+	memcpy(e + 40, &huge, 8);
+	memcpy(e + 64, &ty, 4);
+	memcpy(e + 72, &base, 8);
+	memcpy(e + 88, &pages, 8);
+	finish(&b);
+	HT_ASSERT(parse_exact(&b) == 0);
+	HT_EXPECT_EQ(bi.nr_ranges, 1);
+	HT_EXPECT_EQ(bi.ranges[0].size, 0x800000);
+}
+
 int main(void)
 {
 	return htest_main("multiboot2");
