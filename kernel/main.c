@@ -68,6 +68,12 @@ static void setup_memblock(void)
 		if (e > b && memblock_add(b, e - b))
 			printk("memblock: too many memory ranges; %#lx-%#lx ignored\n", b, e);
 	}
+	/* RAM the direct map cannot hold (it ends below the stack area) is not used. */
+	if (memblock_end_of_ram() > DIRECT_MAP_MAX_PHYS) {
+		printk("boot: firmware data: usable RAM above %llu TiB ignored (beyond the direct map)\n",
+		       (unsigned long long)(DIRECT_MAP_MAX_PHYS >> 40));
+		memblock_remove(DIRECT_MAP_MAX_PHYS, ~0ULL - DIRECT_MAP_MAX_PHYS);
+	}
 	/* low 1 MiB: BIOS data, EBDA, the AP trampoline page */
 	memblock_reserve(0, 1ULL << 20);
 	memblock_reserve((u64)__kernel_phys_start, (u64)(__kernel_phys_end - __kernel_phys_start));

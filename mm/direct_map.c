@@ -126,6 +126,9 @@ void direct_map_init(void)
 
 	write_cr3(kernel_pml4_pa);
 	tables_live = true;
+	/* All RAM is in the direct map now: early allocations (mem_map, stacks) may come
+	 * from anywhere, above 4 GiB included. */
+	memblock.alloc_limit = ~0ULL;
 	kernel_pml4 = __va(kernel_pml4_pa);
 }
 
