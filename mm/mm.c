@@ -229,7 +229,8 @@ out:
 
 int vm_munmap(struct mm_struct *mm, u64 start, u64 len)
 {
-	if (!len || !IS_ALIGNED(start, PAGE_SIZE) || start >= USER_VA_END)
+	/* len checked before rounding up: a length near 2^64 must not round to 0 */
+	if (!len || len > USER_VA_END || !IS_ALIGNED(start, PAGE_SIZE) || start >= USER_VA_END)
 		return -VM_EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
 	u64 end = start + len;

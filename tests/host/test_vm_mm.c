@@ -97,6 +97,10 @@ HTEST(regions_mmap_munmap)
 	HT_EXPECT_EQ(mm->regions[0].start, (u64)a + PMD_SIZE);
 	HT_EXPECT_EQ(vm_munmap(mm, 0x5000, PAGE_SIZE), 0);	/* nothing there: fine */
 	HT_EXPECT_EQ(vm_munmap(mm, 0x5001, PAGE_SIZE), -VM_EINVAL);
+	/* a length that would round up to 0 must not split a region or return success */
+	unsigned before = mm->nr_regions;
+	HT_EXPECT_EQ(vm_munmap(mm, mm->regions[0].start + PAGE_SIZE, 0xfffffffffffff001ULL), -VM_EINVAL);
+	HT_EXPECT_EQ(mm->nr_regions, before);
 	mm_put(mm);
 	HT_EXPECT_EQ(nr_free_pages(), free0);
 }
