@@ -11,6 +11,8 @@
 #define RW (1ULL << 1)
 #define PS (1ULL << 7)
 #define G (1ULL << 8)
+#define PWT (1ULL << 3)
+#define PCD (1ULL << 4)
 #define NX (1ULL << 63)
 #define ADDR_MASK 0x000ffffffffff000ULL
 
@@ -89,6 +91,16 @@ static void map_kernel_range(char *start, char *end, u64 flags)
 		map_4k(va, va - KERNEL_VIRT_BASE, flags);
 }
 
+static bool range_has_ram(phys_addr_t base, u64 size)
+{
+	for (int i = 0; i < memblock.memory.cnt; i++) {
+		const struct memblock_region *r = &memblock.memory.r[i];
+		if (r->base < base + size && base < r->base + r->size)
+			return true;
+	}
+	return false;
+}
+
 void direct_map_init(void)
 {
 	if (boot_cpu.pge) {
@@ -106,8 +118,11 @@ void direct_map_init(void)
 
 	u64 nx = boot_cpu.nx ? NX : 0;
 	phys_addr_t top = ALIGN_UP(MAX(memblock_end_of_ram(), 1ULL << 32), 1ULL << 21);
+	/* 0..4 GiB holds the MMIO holes (local APIC, framebuffer, firmware): a 2 MiB page
+	 * with no usable RAM in it is mapped uncached (PCD|PWT, PAT entry 3), as device
+	 * memory must be on a real machine; pages with RAM stay write-back. */
 	for (phys_addr_t pa = 0; pa < (1ULL << 32); pa += 1ULL << 21)
-		map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx);
+		map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx | (range_has_ram(pa, 1ULL << 21) ? 0 : PCD | PWT));
 	for (int i = 0; i < memblock.memory.cnt; i++) {
 		phys_addr_t b = ALIGN_DOWN(memblock.memory.r[i].base, 1ULL << 21);
 		phys_addr_t e = ALIGN_UP(memblock.memory.r[i].base + memblock.memory.r[i].size, 1ULL << 21);
@@ -115,10 +130,11 @@ void direct_map_init(void)
 			map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx);
 	}
 
-	for (int i = 0; i < nr_mmio; i++)	/* the part above 4 GiB; RW, NX, 2 MiB pages */
+	for (int i = 0; i < nr_mmio; i++)	/* the part above 4 GiB; RW, NX, uncached */
 		for (phys_addr_t pa = MAX(ALIGN_DOWN(mmio[i].base, 1ULL << 21), 1ULL << 32);
 		     pa < ALIGN_UP(mmio[i].end, 1ULL << 21); pa += 1ULL << 21)
-			map_2m(DIRECT_MAP_BASE + pa, pa, RW | nx);
+			map_2m(DIRECT_MAP_BASE + pa, pa,
+			       RW | nx | (range_has_ram(pa, 1ULL << 21) ? 0 : PCD | PWT));
 
 	map_kernel_range(__text_start, __text_end, 0);
 	map_kernel_range(__rodata_start, __rodata_end, nx);
