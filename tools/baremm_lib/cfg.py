@@ -45,37 +45,51 @@ def parse_bool(s):
     raise ValueError("not a boolean: %r" % s)
 
 
-def parse(text, path="<cfg>"):
-    """Return a list of entry dicts (in file order), each with every key of DEFAULTS."""
-    entries = []
-    cur = None
+def read_sections(text, path, error=None):
+    """The shared syntax of matrix.cfg, suites.cfg and perf.cfg: '#'/';' comments,
+    [name] headers (unique, letters, digits and _ . + -) and key=value lines.
+    Yields (line number, section name, None, None) for a header and
+    (line number, None, key, value) for a key=value line; errors raise @error
+    (default CfgError) with path:line."""
+    error = error or CfgError
     seen = set()
-
-    def err(ln, msg):
-        raise CfgError("%s:%d: %s" % (path, ln, msg))
-
     for ln, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
         if line.startswith("["):
             if not line.endswith("]"):
-                err(ln, "section header must be [name]")
+                raise error("%s:%d: section header must be [name]" % (path, ln))
             name = line[1:-1].strip()
             if not NAME_RE.match(name):
-                err(ln, "bad entry name %r (letters, digits, _ . + - only)" % name)
+                raise error("%s:%d: bad entry name %r (letters, digits, _ . + - only)"
+                            % (path, ln, name))
             if name in seen:
-                err(ln, "duplicate entry [%s]" % name)
+                raise error("%s:%d: duplicate entry [%s]" % (path, ln, name))
             seen.add(name)
+            yield ln, name, None, None
+            continue
+        if "=" not in line:
+            raise error("%s:%d: expected key=value, got %r" % (path, ln, line))
+        key, val = line.split("=", 1)
+        yield ln, None, key.strip(), val.strip()
+
+
+def parse(text, path="<cfg>"):
+    """Return a list of entry dicts (in file order), each with every key of DEFAULTS."""
+    entries = []
+    cur = None
+
+    def err(ln, msg):
+        raise CfgError("%s:%d: %s" % (path, ln, msg))
+
+    for ln, name, key, val in read_sections(text, path):
+        if name is not None:
             cur = dict(DEFAULTS, name=name, groups=[], line=ln)
             entries.append(cur)
             continue
-        if "=" not in line:
-            err(ln, "expected key=value, got %r" % line)
         if cur is None:
             err(ln, "key=value before the first [name] section")
-        key, val = line.split("=", 1)
-        key, val = key.strip(), val.strip()
         if key not in KEYS:
             err(ln, "unknown key %r (known: %s)" % (key, ", ".join(KEYS)))
         try:
@@ -95,8 +109,8 @@ def parse(text, path="<cfg>"):
                     raise ValueError("expected bios or uefi")
                 cur[key] = val
             elif key == "accel":
-                if val not in ("tcg", "kvm", "auto"):
-                    raise ValueError("expected tcg, kvm or auto")
+                if val not in ("tcg", "tcg-single", "tcg-multi", "kvm", "auto"):
+                    raise ValueError("expected tcg, tcg-single, tcg-multi, kvm or auto")
                 cur[key] = val
             elif key == "expect":
                 if val not in ALL_STATUSES:

@@ -29,7 +29,7 @@ import re
 import subprocess
 import sys
 
-from . import logparse, runner
+from . import cfg as cfgmod, logparse, runner
 
 PERF_CFG = os.path.join("tests", "perf", "perf.cfg")
 BASELINE = os.path.join("tests", "perf", "baseline.json")
@@ -74,7 +74,6 @@ def parse_cfg(text, path="<perf.cfg>"):
     tolerance, overrides=[(glob, pct)])])."""
     g = {"tolerance": 3.0, "entries": []}
     cur = None
-    names = set()
 
     def err(ln, msg):
         raise PerfError("%s:%d: %s" % (path, ln, msg))
@@ -88,26 +87,12 @@ def parse_cfg(text, path="<perf.cfg>"):
             err(ln, "tolerance must be >= 0")
         return x
 
-    for ln, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("["):
-            if not line.endswith("]"):
-                err(ln, "section header must be [name]")
-            name = line[1:-1].strip()
-            if not name or not all(c.isalnum() or c in "_.+-" for c in name):
-                err(ln, "bad entry name %r" % name)
-            if name in names:
-                err(ln, "duplicate entry [%s]" % name)
-            names.add(name)
+    for ln, name, key, val in cfgmod.read_sections(text, path, PerfError):
+        if name is not None:
             cur = {"name": name, "cmdline": None, "smp": 1, "mem": "512M", "timeout": 600,
                    "figures": "*", "tolerance": None, "overrides": [], "line": ln}
             g["entries"].append(cur)
             continue
-        if "=" not in line:
-            err(ln, "expected key=value, got %r" % line)
-        key, val = [x.strip() for x in line.split("=", 1)]
         if cur is None:
             if key != "tolerance":
                 err(ln, "only tolerance= may come before the first [entry]")
