@@ -286,6 +286,13 @@ static void zap_pte_table(struct zap_ctx *z, u64 *table, u64 addr, u64 end)
 	}
 }
 
+/* Does [addr, next) cover the whole entry of @level at addr? If not, a huge leaf there
+ * must be split before only part of it is unmapped or changed. */
+static inline bool covers_entry(u64 addr, u64 next, int level)
+{
+	return IS_ALIGNED(addr, PT_LEVEL_SIZE(level)) && next - addr == PT_LEVEL_SIZE(level);
+}
+
 static void zap_level(struct zap_ctx *z, u64 *table, int level, u64 addr, u64 end)
 {
 	while (addr < end) {
@@ -297,7 +304,7 @@ static void zap_level(struct zap_ctx *z, u64 *table, int level, u64 addr, u64 en
 			continue;
 		}
 		if (is_leaf(v, level)) {
-			if (IS_ALIGNED(addr, PT_LEVEL_SIZE(level)) && next - addr == PT_LEVEL_SIZE(level)) {
+			if (covers_entry(addr, next, level)) {
 				(void)pt_clear(slot);
 				tlb_track_range(z->tlb, addr, PT_LEVEL_SIZE(level), level);
 				z->st->special++;
@@ -352,7 +359,7 @@ static long protect_level(struct pgtable *pt, u64 *table, int level, u64 addr, u
 			continue;
 		}
 		if (is_leaf(v, level) && level > 1 &&
-		    !(IS_ALIGNED(addr, PT_LEVEL_SIZE(level)) && next - addr == PT_LEVEL_SIZE(level))) {
+		    !covers_entry(addr, next, level)) {
 			if (!split_huge(pt, slot, level))
 				return -1;
 			v = READ_ONCE(*slot);
