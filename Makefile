@@ -104,11 +104,13 @@ test: deps
 	$(PYTHON) tools/baremm test
 
 # The seed experiments (docs/EXPERIMENTS.md): make seed-000 ... seed-004, or all of them.
+# MODEL=PROFILE runs them under the cycle-cost model (docs/COSTMODEL.md).
+EXPERIMENT_ARGS := $(if $(MODEL),--model $(MODEL))
 seed-%: deps $(ISO) $(QEMU_ISO)
-	$(PYTHON) tools/baremm experiment $*
+	$(PYTHON) tools/baremm experiment $* $(EXPERIMENT_ARGS)
 
 seeds: deps $(ISO) $(QEMU_ISO)
-	$(PYTHON) tools/baremm experiment all
+	$(PYTHON) tools/baremm experiment all $(EXPERIMENT_ARGS)
 
 # Deterministic-mode regression check against tests/perf/baseline.json.
 perf-check: deps $(ISO) $(QEMU_ISO)
