@@ -112,17 +112,22 @@ def ops_per_s(r):
 class Analysis:
     """What a verdict function reads: the groups, the mode, the experiment."""
 
-    def __init__(self, exp, results, icount, machine=None):
+    def __init__(self, exp, results, icount, machine=None, model=None):
         self.exp = exp
         self.results = results
         self.icount = icount
+        self.model = model              # cost-model profile name, or None
         self.machine = machine
         self.groups = group_by_value(results, exp.variant, exp.metric)
 
     def unit_word(self):
+        if self.model:
+            return "model cycles"
         return "instructions" if self.icount else "cycles"
 
     def mode(self):
+        if self.model:
+            return "cost model, profile %s (deterministic)" % self.model
         return "deterministic mode (icount: 1 cycle = 1 instruction)" if self.icount \
             else "TCG wall time"
 
@@ -503,7 +508,7 @@ def merge_boot_results(exp, boots):
     return out
 
 
-def report(exp, results, machine, icount, cmdlines, all_events=False):
+def report(exp, results, machine, icount, cmdlines, all_events=False, model=None):
     """The experiment's printed report (str) and its verdict dict."""
     out = []
     sel = [r for r in results if value_of(r, exp.variant) is not None
@@ -529,7 +534,7 @@ def report(exp, results, machine, icount, cmdlines, all_events=False):
     out.append("")
     out.append(events_table(exp, sel, all_events).rstrip("\n"))
     out.append("")
-    an = Analysis(exp, sel, icount, machine)
+    an = Analysis(exp, sel, icount, machine, model=model)
     v = exp.verdict(an) if exp.verdict else {"agree": "inconclusive", "ours": "",
                                               "text": ""}
     out.append("Verdict (%s): %s" % (an.mode(), v["agree"]))
@@ -551,18 +556,20 @@ def wrap(text, width=92):
 
 
 def run_one(exp, a, top, out=sys.stdout):
-    icount = bool(a.icount)
+    model = getattr(a, "model", None)
+    icount = bool(a.icount or model)
     boots = []
     cls = exp.cmdlines(runs=a.runs, icount=icount)
     smp = a.smp or exp.smp
     for value, cmdline in cls:
         name = "seed%s%s" % (exp.id, "-" + runner.safe_name(value) if value else "")
         cfg = {"cmdline": cmdline, "smp": smp, "mem": a.mem or exp.mem, "cpu": "max",
-               "firmware": "bios", "accel": a.accel, "icount": icount,
+               "firmware": "bios", "accel": a.accel, "icount": icount, "model": model,
                "timeout": a.timeout or (exp.icount_timeout if icount else exp.timeout)}
         d = runner.new_dir(top, name)
         out.write("baremm: experiment %s: booting smp=%d%s: %s\n"
-                  % (exp.id, smp, " icount" if icount else "", cmdline))
+                  % (exp.id, smp, " model=" + model if model else " icount" if icount else "",
+                     cmdline))
         out.flush()
         echo = runner.LineEcho(out, prefix="  | ") if a.verbose else None
         rec, _ = runner.boot(cfg, d, echo=echo, name=name, iso=a._iso)
@@ -573,13 +580,13 @@ def run_one(exp, a, top, out=sys.stdout):
     results = merge_boot_results(exp, boots)
     machine = next((r.get("machine") for _, r in boots if r.get("machine")), None)
     text, v = report(exp, results, machine, icount, [c for _, c in cls],
-                     all_events=getattr(a, "all_events", False))
+                     all_events=getattr(a, "all_events", False), model=model)
     out.write("\n" + text)
     status = 0
     for _, rec in boots:
         if rec["tool_exit"]:
             status = status or rec["tool_exit"]
-    summary = {"id": exp.id, "title": exp.title, "icount": icount, "smp": smp,
+    summary = {"id": exp.id, "title": exp.title, "icount": icount, "model": model, "smp": smp,
                "cmdlines": [c for _, c in cls], "verdict": v,
                "status": [rec["status"] for _, rec in boots],
                "results": results, "machine": machine}
@@ -616,7 +623,7 @@ def summary_table(summaries):
     rows = []
     for s in summaries:
         exp = EXPERIMENTS[s["id"]]
-        rows.append([s["id"], "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
+        rows.append([s["id"], ("model:" + s["model"]) if s.get("model") else "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
                      exp.thread, s["verdict"]["agree"]])
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
@@ -633,9 +640,11 @@ def main(a, out=sys.stdout):
     a._ids = ids
     try:
         if not a.no_build:
-            runner.build()
+            runner.build(model=bool(getattr(a, "model", None)))
         top = runner.new_dir(os.path.join(runner.ROOT, "results"), "experiment-%s-%s%s"
-                             % (a.id, runner.timestamp(), "-icount" if a.icount else ""))
+                             % (a.id, runner.timestamp(),
+                                "-model-" + runner.safe_name(a.model) if getattr(a, "model", None)
+                                else "-icount" if a.icount else ""))
         # A private copy of the ISO without GRUB's 1 s menu wait (about 55 s of host time
         # under icount); a copy also keeps a concurrent rebuild away from these boots.
         a._iso = perfcheck.no_menu_iso(os.path.join(runner.ROOT, runner.ISO), top,
@@ -676,6 +685,9 @@ def add_parser(sub):
                    "(default: the benchmark's)")
     p.add_argument("--icount", action="store_true", help="deterministic mode (-icount "
                    + runner.ICOUNT + ")")
+    p.add_argument("--model", metavar="PROFILE", default=None,
+                   help="under the cycle-cost model with this CPU profile (implies icount; "
+                        "docs/COSTMODEL.md)")
     p.add_argument("--plot", default=None, metavar="OUT.png",
                    help="write a PNG (with all: OUT-NNN.png per experiment)")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
