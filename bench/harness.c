@@ -15,6 +15,7 @@
 #include "kernel/exit.h"
 #include "kernel/ktest.h"
 #include "kernel/panic.h"
+#include "kernel/spinlock.h"
 #include "arch/x86_64/tsc.h"
 #include "arch/x86_64/pmu.h"
 
@@ -68,6 +69,41 @@ static void print_fx(char *buf, size_t len, u64 x100)
 	snprintf(buf, len, "%lu.%02lu", (unsigned long)(x100 / 100), (unsigned long)(x100 % 100));
 }
 
+/* ---- events of the timed regions ---- */
+
+static DEFINE_SPINLOCK(region_lock);
+static unsigned region_depth;		/* CPUs between bench_start and bench_stop */
+static unsigned region_count;		/* regions closed this round */
+static u64 region_before[NR_EVENTS], region_after[NR_EVENTS], region_acc[NR_EVENTS];
+
+/* The snapshots happen outside the TSC reads, and the lock makes a CPU entering a
+ * region wait for the first one's snapshot, so no timed work is missed. */
+void bench_region_enter(void)
+{
+	spin_lock(&region_lock);
+	if (region_depth++ == 0)
+		events_snapshot(region_before);
+	spin_unlock(&region_lock);
+}
+
+void bench_region_exit(void)
+{
+	spin_lock(&region_lock);
+	if (region_depth && --region_depth == 0) {
+		events_snapshot(region_after);
+		for (int e = 0; e < NR_EVENTS; e++)
+			region_acc[e] += region_after[e] - region_before[e];
+		region_count++;
+	}
+	spin_unlock(&region_lock);
+}
+
+static void region_reset(void)
+{
+	region_depth = region_count = 0;
+	memset(region_acc, 0, sizeof(region_acc));
+}
+
 /* ---- parallel rounds ---- */
 
 struct par_round {
@@ -103,6 +139,7 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 	static struct par_round pr;
 	const struct bench *b = ctx->b;
 	unsigned n = b->parallel ? ctx->ncpus : 1;
+	region_reset();
 	if (b->parallel) {
 		cpumask_t mask;
 		cpumask_clear(&mask);
@@ -135,8 +172,9 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 	*per_op = sum / n;
 	*ops_per_s = tsum / n;
 	*ops = osum;
+	/* the timed regions' events; a body that times nothing reports the whole round's */
 	for (int e = 0; e < NR_EVENTS; e++)
-		ev[e] = pr.ev_after[e] - pr.ev_before[e];
+		ev[e] = region_count ? region_acc[e] : pr.ev_after[e] - pr.ev_before[e];
 }
 
 /* ---- variants ---- */
