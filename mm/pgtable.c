@@ -4,6 +4,7 @@
  */
 #include "mm/pgtable.h"
 #include "mm/mmu_gather.h"
+#include "mm/tlbflush.h"
 #include "mm/rmap.h"
 #include "mm/page_alloc.h"
 #include "kernel/events.h"
@@ -213,18 +214,28 @@ int pt_map_range(struct pgtable *pt, u64 va, phys_addr_t pa, u64 len, u64 flags,
 
 /*
  * Turn the huge leaf at @slot (a level-@level entry) into a table of level-1 leaves
- * mapping the same memory with the same flags. The translations do not change, so no
- * TLB flush is needed for the split itself. Returns false when out of memory.
+ * mapping the same memory with the same flags. The translations do not change, but a
+ * TLB must never hold the huge entry and a small one for the same address at once (the
+ * SDM leaves the result of such a mix undefined), so the leaf is first invalidated (made
+ * non-present), then flushed on every CPU that may cache it, and only then is the table
+ * installed. The children take the flags of the invalidated entry, so an accessed or
+ * dirty bit set until the invalidation is kept. A CPU touching the range in between
+ * faults and waits for the mm lock the caller holds. Returns false when out of memory
+ * (nothing changed).
  */
-static bool split_huge(struct pgtable *pt, u64 *slot, int level)
+static bool split_huge(struct pgtable *pt, u64 *slot, int level, u64 addr,
+		       struct mmu_gather *tlb)
 {
-	u64 v = READ_ONCE(*slot);
 	struct page *t = pt_table_alloc(level - 1);
 	if (!t)
 		return false;
+	u64 size = PT_LEVEL_SIZE(level);
+	u64 haddr = addr & ~(size - 1);
+	u64 v = pt_clear(slot);
+	flush_tlb_mm_range_nofree(tlb->mm, haddr, haddr + size, level == 2 ? PMD_SHIFT : PUD_SHIFT);
 	u64 *child = page_address(t);
 	u64 child_size = PT_LEVEL_SIZE(level - 1);
-	u64 base = v & PTE_ADDR_MASK & ~(PT_LEVEL_SIZE(level) - 1);
+	u64 base = v & PTE_ADDR_MASK & ~(size - 1);
 	u64 fl = v & ~PTE_ADDR_MASK;
 	if (level - 1 == 1)
 		fl &= ~_PAGE_PSE;
@@ -232,7 +243,7 @@ static bool split_huge(struct pgtable *pt, u64 *slot, int level)
 		child[i] = (base + i * child_size) | fl;
 	t->pt_used = PT_ENTRIES;
 	pt->nr_tables++;
-	(void)pt_replace(slot, page_to_phys(t) | _PAGE_TABLE);
+	pt_set(slot, page_to_phys(t) | _PAGE_TABLE);
 	return true;
 }
 
@@ -311,7 +322,7 @@ static void zap_level(struct zap_ctx *z, u64 *table, int level, u64 addr, u64 en
 				addr = next;
 				continue;
 			}
-			if (!split_huge(z->pt, slot, level))
+			if (!split_huge(z->pt, slot, level, addr, z->tlb))
 				panic("pgtable: out of memory splitting a %s leaf at %#llx for an unmap",
 				      level == 2 ? "2 MiB" : "1 GiB", (unsigned long long)addr);
 			v = READ_ONCE(*slot);
@@ -360,7 +371,7 @@ static long protect_level(struct pgtable *pt, u64 *table, int level, u64 addr, u
 		}
 		if (is_leaf(v, level) && level > 1 &&
 		    !covers_entry(addr, next, level)) {
-			if (!split_huge(pt, slot, level))
+			if (!split_huge(pt, slot, level, addr, tlb))
 				return -1;
 			v = READ_ONCE(*slot);
 		}

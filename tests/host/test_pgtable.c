@@ -175,6 +175,54 @@ HTEST(partial_unmap_splits_huge_leaf)
 	HT_EXPECT(teardown_ok());
 }
 
+/* split_huge: the huge leaf is invalidated, then flushed, then the table installed. */
+static u64 split_va;
+static int split_flushes_seen, split_flush_saw_present;
+static void record_split_flush(const struct fake_flush *f)
+{
+	if (f->start != split_va || f->end != split_va + PMD_SIZE || f->stride_shift != PMD_SHIFT)
+		return;
+	split_flushes_seen++;
+	int level;
+	if (pt_lookup(&pt, split_va, &level))	/* anything still mapped there? */
+		split_flush_saw_present++;
+}
+
+HTEST(split_invalidates_then_flushes_then_installs)
+{
+	setup();
+	u64 va = 8 * PMD_SIZE, pa = 0x40000000;
+	HT_ASSERT(pt_map_range(&pt, va, pa, PMD_SIZE, _PAGE_RW, PT_MAP_HUGE) == 0);
+	split_va = va;
+	split_flushes_seen = split_flush_saw_present = 0;
+	fake_flush_hook = record_split_flush;
+	u64 n0 = fake_nr_flushes;
+	/* a protection change of one page splits the leaf */
+	HT_EXPECT_EQ(protect(va + 3 * PAGE_SIZE, va + 4 * PAGE_SIZE, _PAGE_RW, 0), 1);
+	fake_flush_hook = NULL;
+	HT_EXPECT_EQ(split_flushes_seen, 1);
+	HT_EXPECT_EQ(split_flush_saw_present, 0);	/* flushed while invalid */
+	HT_EXPECT(fake_nr_flushes >= n0 + 2);		/* the split's flush, then the gather's */
+	int level;
+	HT_ASSERT(pt_lookup(&pt, va, &level));
+	HT_EXPECT_EQ(level, 1);
+	HT_EXPECT_EQ(translate(va + 511 * PAGE_SIZE), pa + 511 * PAGE_SIZE);
+	HT_EXPECT(!pte_write(pt_get(&pt, va + 3 * PAGE_SIZE)));
+	HT_EXPECT(pte_write(pt_get(&pt, va + 4 * PAGE_SIZE)));
+	/* the same through a partial unmap */
+	split_va = va + PMD_SIZE;
+	HT_ASSERT(pt_map_range(&pt, split_va, pa, PMD_SIZE, _PAGE_RW, PT_MAP_HUGE) == 0);
+	split_flushes_seen = split_flush_saw_present = 0;
+	fake_flush_hook = record_split_flush;
+	unmap(split_va + PAGE_SIZE, split_va + 2 * PAGE_SIZE);
+	fake_flush_hook = NULL;
+	HT_EXPECT_EQ(split_flushes_seen, 1);
+	HT_EXPECT_EQ(split_flush_saw_present, 0);
+	HT_EXPECT_EQ(translate(split_va), pa);
+	HT_EXPECT_EQ(translate(split_va + PAGE_SIZE), ~0UL);
+	HT_EXPECT(teardown_ok());
+}
+
 static u64 frees_at_flush;
 static void record_frees(const struct fake_flush *f)
 {
