@@ -10,12 +10,21 @@
 #include "kernel/events.h"
 #include "kernel/panic.h"
 #include "kernel/string.h"
+#include "kernel/options.h"
 
 #ifndef BAREMM_HOST
 #include "arch/x86_64/cpu.h"
 #endif
 
 u64 pte_nx = _PAGE_NX;
+
+/* How copy and zap scan a last-level table. Linux reads every slot of the range (512
+ * for a whole table); `used` stops once the table's present entries (pt_used) have all
+ * been seen, so a sparse table costs its entries instead of 512 reads. */
+DEFINE_VARIANT_ENUM(pt_scan, "pt_scan", PT_SCAN_FULL,
+		    "fork copy and unmap zap of a page table: full = read every slot of the "
+		    "range, as Linux; used = stop after the table's present entries (pt_used)",
+		    "full", "used");
 
 void pgtable_init_nx(void)
 {
@@ -258,10 +267,12 @@ struct zap_ctx {
 static void zap_pte_table(struct zap_ctx *z, u64 *table, u64 addr, u64 end)
 {
 	struct mmu_gather *tlb = z->tlb;
-	/* pt_used counts the table's present entries: once it is 0 nothing is left to zap,
-	 * so a sparse table costs its present entries, not 512 slot reads. */
+	/* pt_scan=used: pt_used counts the table's present entries; once it is 0 nothing
+	 * is left to zap, so a sparse table costs its present entries, not 512 slot reads.
+	 * pt_scan=full (default, as Linux) reads every slot of the range. */
 	const struct page *tp = virt_to_page(table);
-	for (; addr < end && tp->pt_used; addr += PAGE_SIZE) {
+	bool full = READ_ONCE(pt_scan) == PT_SCAN_FULL;
+	for (; addr < end && (full || tp->pt_used); addr += PAGE_SIZE) {
 		u64 *slot = &table[pt_index(addr, 1)];
 		if (!pte_present(READ_ONCE(*slot)))
 			continue;
@@ -427,15 +438,17 @@ static void copy_leaf(u64 *slot, u64 v, u64 *dslot, struct pt_zap_stats *st)
 
 /*
  * A last-level table: the destination table is found (or allocated) once, not walked
- * from the root per entry, and the scan stops after the source's present entries
- * (pt_used; entries before @addr may make it an overcount, never an undercount).
+ * from the root per entry. pt_scan=full reads every slot of the range, as Linux;
+ * pt_scan=used stops after the source's present entries (pt_used; entries before @addr
+ * may make it an overcount, never an undercount).
  */
 static int copy_pte_table(struct pgtable *dst, u64 *table, u64 addr, u64 end,
 			  struct pt_zap_stats *st)
 {
+	bool full = READ_ONCE(pt_scan) == PT_SCAN_FULL;
 	unsigned left = virt_to_page(table)->pt_used;
 	u64 *dtable = NULL;
-	for (; addr < end && left; addr += PAGE_SIZE) {
+	for (; addr < end && (full || left); addr += PAGE_SIZE) {
 		unsigned idx = pt_index(addr, 1);
 		u64 v = READ_ONCE(table[idx]);
 		if (!pte_present(v))
