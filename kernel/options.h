@@ -88,6 +88,13 @@ struct option_desc {
 		.name = name_, .help = help_, .type = OPT_BOOL, .variant = true,             \
 		.var = &var_, .def = (def_), .unusable = (check_) }
 
+#define DEFINE_OPTION_ENUM_HW(var_, name_, def_, check_, help_, ...)                         \
+	int var_ = (def_);                                                                   \
+	static const char *const __opt_choices_##var_[] = { __VA_ARGS__, NULL };             \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_ENUM, .var = &var_, .def = (def_), \
+		.choices = __opt_choices_##var_, .unusable = (check_) }
+
 #define DEFINE_VARIANT_ENUM_HW(var_, name_, def_, check_, help_, ...)                        \
 	int var_ = (def_);                                                                   \
 	static const char *const __opt_choices_##var_[] = { __VA_ARGS__, NULL };             \
