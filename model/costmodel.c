@@ -60,8 +60,7 @@ struct vcpu {
 	/* rep string state */
 	const void *rep_insn;
 	u64 rep_mark;
-	u64 rep_lines[2];
-	int rep_mru;
+	struct rep_filter rep;
 	/* paging state */
 	bool cr3_known, cr4_known, cr0_known;
 	u64 cr3, cr4, cr0;
@@ -311,13 +310,12 @@ static void rep_exec_cb(unsigned vi, void *ud)
 		v->rep_insn = ud;
 		v->rep_mark = n;
 		v->rep_execs++;
-		v->rep_lines[0] = v->rep_lines[1] = ~0ull;
-		v->rep_mru = 0;
+		rep_filter_reset(&v->rep);
 	}
 }
 
-/* A rep string access: priced per distinct cache line, not per iteration. Two lines are
- * remembered (movs alternates source and destination). */
+/* A rep string access: priced per distinct cache line, not per iteration (the filter in
+ * model.h). */
 static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
 	(void)ud;
@@ -329,12 +327,8 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 		return;
 	}
 	u64 line = qemu_plugin_hwaddr_phys_addr(h) >> LINE_SHIFT;
-	if (line == v->rep_lines[0] || line == v->rep_lines[1]) {
-		v->rep_mru = line == v->rep_lines[1];
+	if (!rep_filter_new(&v->rep, line))
 		return;
-	}
-	v->rep_mru ^= 1;
-	v->rep_lines[v->rep_mru] = line;
 	v->ev[EV_REP_LINES]++;
 	u64 c = translate(v, vi, va);
 	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true);
@@ -732,7 +726,7 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 	}
 	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
 	v->last_line = v->last_page4k = ~0ull;
-	v->rep_lines[0] = v->rep_lines[1] = ~0ull;
+	rep_filter_reset(&v->rep);
 	v->live = true;
 }
 

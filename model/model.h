@@ -114,6 +114,33 @@ void tlb_invlpg(struct tlb *t, u64 va);
 void tlb_flush(struct tlb *t, bool keep_global);
 unsigned tlb_count(const struct tlb *t, bool global_only);
 
+/* ---- rep string line filter ---- */
+
+/* A rep string instruction is priced per distinct 64-byte line it touches, not per
+ * iteration. The filter remembers the last two lines (movs and cmps alternate between a
+ * source and a destination stream); rep_filter_new() says whether a line is new. */
+struct rep_filter {
+	u64 line[2];
+	int mru;
+};
+
+static inline void rep_filter_reset(struct rep_filter *f)
+{
+	f->line[0] = f->line[1] = ~0ull;
+	f->mru = 0;
+}
+
+static inline bool rep_filter_new(struct rep_filter *f, u64 line)
+{
+	if (line == f->line[0] || line == f->line[1]) {
+		f->mru = line == f->line[1];
+		return false;
+	}
+	f->mru ^= 1;	/* replace the slot that was not used last */
+	f->line[f->mru] = line;
+	return true;
+}
+
 /* ---- instruction classes (decode.c) ---- */
 
 enum insn_kind {
