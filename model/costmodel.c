@@ -4,11 +4,12 @@
  *   qemu-system-x86_64 ... -icount shift=0,sleep=off,align=off \
  *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH]
  *
- * Per vCPU: clock = instructions x base_cpi + penalties. Instructions are counted by an
- * inline per-vCPU counter; fixed penalties (atomics, serialising instructions, IRET, ...)
- * by inline adds on the same scoreboard; every memory access goes through a callback that
- * prices the TLB lookup (with a page walk through the caches on a miss) and the cache
- * access. Guest marker instructions (nopl 0x4d4dCCCC(%rax)) bracket timed regions and
+ * Per vCPU: clock = instructions x base_cpi + penalties. Instructions and fixed penalties
+ * (atomics, serialising instructions, IRET, ...) are summed per translation block at
+ * translation time and added by one callback per executed block (QEMU 10.0's inline
+ * per-vCPU counters cannot be used: see tb_trans_cb); every memory access goes through a
+ * callback that prices the TLB lookup (with a page walk through the caches on a miss) and
+ * the cache access. Guest marker instructions (nopl 0x4d4dCCCC(%rax)) bracket timed regions and
  * make the plugin print BAREMM-RESULT lines in model cycles.
  */
 #include <fcntl.h>
@@ -36,11 +37,17 @@ static const char *const ev_names[NR_MEV] = {
 	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
 };
 
-/* Inline-updated per-vCPU counters (the scoreboard element). */
-struct sb {
-	u64 insns;		/* instructions, rep string instructions excluded */
+/* What one translation block (or the tail of one after a marker) adds when it runs. */
+struct tb_counts {
+	u32 insns;		/* instructions, rep string instructions excluded */
+	u32 evmask;		/* events with a nonzero count below */
 	u64 pen;		/* fixed penalties, cycles */
-	u64 ev[NR_MEV];
+	u16 ev[NR_MEV];
+};
+
+struct marker {
+	u16 cmd;
+	struct tb_counts tail;	/* the block's instructions after the marker */
 };
 
 #define MAX_RUNS 1000
@@ -49,6 +56,8 @@ struct sb {
 /* Everything else a vCPU owns; touched only from that vCPU's callbacks. */
 struct vcpu {
 	bool live;
+	u64 insns;		/* instructions, rep string instructions excluded */
+	u64 pen;		/* fixed penalties, cycles */
 	struct cache l1, l2;
 	struct hierarchy h;
 	struct tlb tlb;
@@ -57,6 +66,11 @@ struct vcpu {
 	u64 ev[NR_MEV];
 	u64 last_line;		/* most recent line of the plain path: the L1's MRU line */
 	u64 last_page4k;	/* most recent page translated: the L1 dTLB's MRU entry */
+	u64 last_page2m;	/* ... and its 2 MiB page when that entry is a 2 MiB one */
+	/* QEMU's translations of recent pages (virtual page -> physical page | is_io), kept
+	 * like a TLB: emptied by every CR0/CR3/CR4 write, INVLPG and INVPCID, used only
+	 * with paging on. Saves asking QEMU for the physical address of every access. */
+	u64 pac_v[64], pac_p[64];
 	/* rep string state */
 	const void *rep_insn;
 	u64 rep_mark;
@@ -80,7 +94,6 @@ struct variant_acc {
 
 static struct profile P;
 static struct cache llc;
-static struct qemu_plugin_scoreboard *score;
 static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
@@ -155,24 +168,34 @@ static bool read_guest(u64 va, void *dst, size_t len)
 
 /* ---- the clock ---- */
 
-static inline struct sb *sb_of(unsigned vi)
+static void tb_exec_cb(unsigned vi, void *ud)
 {
-	return qemu_plugin_scoreboard_find(score, vi);
-}
-
-/* x100 */
-static u64 clock_of(unsigned vi)
-{
-	struct sb *s = sb_of(vi);
+	const struct tb_counts *c = ud;
 	struct vcpu *v = &vcpus[vi];
-	return (s->insns + v->rep_execs) * P.base_cpi_x100 + (s->pen + v->cyc) * 100;
+	v->insns += c->insns;
+	v->pen += c->pen;
+	for (u32 m = c->evmask; m; m &= m - 1) {
+		int e = __builtin_ctz(m);
+		v->ev[e] += c->ev[e];
+	}
 }
 
-static void events_of(unsigned vi, u64 ev[NR_MEV])
+/* The clock x100, less what the rest of the running block (tail) has already added. */
+static u64 clock_of(unsigned vi, const struct tb_counts *tail)
 {
-	struct sb *s = sb_of(vi);
+	struct vcpu *v = &vcpus[vi];
+	u64 insns = v->insns + v->rep_execs, pen = v->pen;
+	if (tail) {
+		insns -= tail->insns;
+		pen -= tail->pen;
+	}
+	return insns * P.base_cpi_x100 + (pen + v->cyc) * 100;
+}
+
+static void events_of(unsigned vi, u64 ev[NR_MEV], const struct tb_counts *tail)
+{
 	for (int e = 0; e < NR_MEV; e++)
-		ev[e] = s->ev[e] + vcpus[vi].ev[e];
+		ev[e] = vcpus[vi].ev[e] - (tail ? tail->ev[e] : 0);
 }
 
 /* ---- memory accesses ---- */
@@ -222,7 +245,7 @@ static u64 translate(struct vcpu *v, unsigned vi, u64 va)
 	if (!v->paging)
 		return 0;	/* no paging: nothing to translate */
 	u64 page = va >> 12;
-	if (page == v->last_page4k)
+	if (page == v->last_page4k || (va >> 21) == v->last_page2m)
 		return 0;	/* the L1 dTLB's MRU entry: a hit that changes no LRU order */
 	int r = tlb_lookup(&v->tlb, va);
 	u64 cost = 0;
@@ -239,6 +262,7 @@ static u64 translate(struct vcpu *v, unsigned vi, u64 va)
 		}
 	}
 	v->last_page4k = page;
+	v->last_page2m = r == TLB_L1_HIT && v->tlb.last_2m ? va >> 21 : ~0ull;
 	return cost;
 }
 
@@ -283,17 +307,43 @@ static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool cou
 	}
 }
 
+static void pac_flush(struct vcpu *v)
+{
+	memset(v->pac_v, 0xff, sizeof(v->pac_v));
+}
+
+/* The physical address of an access; false for I/O (MMIO) */
+static inline bool phys_of(struct vcpu *v, qemu_plugin_meminfo_t info, u64 va, u64 *pa)
+{
+	u64 key = va >> 12;
+	unsigned i = key & 63;
+	if (v->paging && v->pac_v[i] == key) {
+		u64 e = v->pac_p[i];
+		*pa = (e & ~0xfffull) | (va & 0xfff);
+		return !(e & 1);
+	}
+	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, va);
+	if (!h)
+		return false;
+	bool io = qemu_plugin_hwaddr_is_io(h);
+	*pa = qemu_plugin_hwaddr_phys_addr(h);
+	if (v->paging) {
+		v->pac_v[i] = key;
+		v->pac_p[i] = (*pa & ~0xfffull) | io;
+	}
+	return !io;
+}
+
 static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
 	(void)ud;
 	struct vcpu *v = &vcpus[vi];
-	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, va);
-	if (!h || qemu_plugin_hwaddr_is_io(h)) {
+	u64 pa;
+	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
 		return;
 	}
-	u64 pa = qemu_plugin_hwaddr_phys_addr(h);
 	u64 c = translate(v, vi, va);
 	c += data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
 	v->cyc += c;
@@ -305,7 +355,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 static void rep_exec_cb(unsigned vi, void *ud)
 {
 	struct vcpu *v = &vcpus[vi];
-	u64 n = sb_of(vi)->insns;
+	u64 n = v->insns;
 	if (v->rep_insn != ud || v->rep_mark != n) {
 		v->rep_insn = ud;
 		v->rep_mark = n;
@@ -320,13 +370,13 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 {
 	(void)ud;
 	struct vcpu *v = &vcpus[vi];
-	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, va);
-	if (!h || qemu_plugin_hwaddr_is_io(h)) {
+	u64 pa;
+	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
 		return;
 	}
-	u64 line = qemu_plugin_hwaddr_phys_addr(h) >> LINE_SHIFT;
+	u64 line = pa >> LINE_SHIFT;
 	if (!rep_filter_new(&v->rep, line))
 		return;
 	v->ev[EV_REP_LINES]++;
@@ -348,7 +398,8 @@ static void update_paging(struct vcpu *v)
 	bool on = v->cr0_known && (v->cr0 & (1ull << 31)) && v->cr4_known && (v->cr4 & (1ull << 5));
 	if (on != v->paging) {
 		tlb_flush(&v->tlb, false);
-		v->last_page4k = ~0ull;
+		pac_flush(v);
+		v->last_page4k = v->last_page2m = ~0ull;
 	}
 	v->paging = on;
 }
@@ -376,6 +427,7 @@ static void tlb_insn_cb(unsigned vi, void *ud)
 	struct tlb_insn *ti = ud;
 	struct vcpu *v = &vcpus[vi];
 	refresh_paging(v);	/* the values before this instruction */
+	pac_flush(v);
 	if (ti->info.kind == INSN_MOV_CR) {
 		u64 nv;
 		if (ti->info.gpr < 0 || !read_reg(reg_gpr[ti->info.gpr], &nv))
@@ -400,10 +452,10 @@ static void tlb_insn_cb(unsigned vi, void *ud)
 			v->cr0_known = true;
 		}
 		update_paging(v);
-		v->last_page4k = ~0ull;
+		v->last_page4k = v->last_page2m = ~0ull;
 		return;
 	}
-	if (ti->info.kind == INSN_INVLPG && ti->info.has_mem) {
+	if ((ti->info.kind == INSN_INVLPG || ti->info.kind == INSN_INVPCID) && ti->info.has_mem) {
 		u64 regs[16] = { 0 }, fs = 0, gs = 0;
 		const struct mem_operand *m = &ti->info.mem;
 		if (m->base >= 0 && !read_reg(reg_gpr[m->base], &regs[m->base]))
@@ -415,8 +467,25 @@ static void tlb_insn_cb(unsigned vi, void *ud)
 		if (m->seg == SEG_GS)
 			read_reg(reg_gs_base, &gs);
 		u64 a = mem_operand_addr(m, regs, ti->va, ti->info.len, fs, gs);
-		tlb_invlpg(&v->tlb, a);
-		v->last_page4k = ~0ull;
+		v->last_page4k = v->last_page2m = ~0ull;
+		if (ti->info.kind == INSN_INVLPG) {
+			tlb_invlpg(&v->tlb, a);
+			return;
+		}
+		/* INVPCID (PCIDs are not modelled: every type acts on the one address space) */
+		u64 type, desc[2];
+		if (ti->info.gpr < 0 || !read_reg(reg_gpr[ti->info.gpr], &type))
+			return;
+		if (type == 0) {
+			if (read_guest(a, desc, sizeof(desc)))
+				tlb_invlpg(&v->tlb, desc[1]);
+			else
+				tlb_flush(&v->tlb, true);
+		} else {
+			tlb_flush(&v->tlb, type != 2);
+			if (type == 2)
+				v->ev[EV_TLB_FLUSH_ALL]++;
+		}
 	}
 }
 
@@ -504,14 +573,16 @@ static void hello(void)
 
 static void marker_cb(unsigned vi, void *ud)
 {
-	unsigned cmd = (unsigned)(uintptr_t)ud;
+	const struct marker *mk = ud;
+	unsigned cmd = mk->cmd;
+	const struct tb_counts *tail = &mk->tail;
 	struct vcpu *v = &vcpus[vi];
 	u64 a0 = 0, a1 = 0, a2 = 0, ev[NR_MEV];
 	switch (cmd) {
 	case CMD_REGION_BEGIN:
 		v->in_region = true;
-		v->r_clock = clock_of(vi);
-		events_of(vi, v->r_ev);
+		v->r_clock = clock_of(vi, tail);
+		events_of(vi, v->r_ev, tail);
 		return;
 	case CMD_REGION_END:
 		if (!v->in_region) {
@@ -519,8 +590,8 @@ static void marker_cb(unsigned vi, void *ud)
 			return;
 		}
 		v->in_region = false;
-		v->acc_clock += clock_of(vi) - v->r_clock;
-		events_of(vi, ev);
+		v->acc_clock += clock_of(vi, tail) - v->r_clock;
+		events_of(vi, ev, tail);
 		for (int e = 0; e < NR_MEV; e++)
 			v->acc_ev[e] += ev[e] - v->r_ev[e];
 		return;
@@ -597,78 +668,100 @@ static void marker_cb(unsigned vi, void *ud)
 
 /* ---- translation ---- */
 
-static qemu_plugin_u64 sb_entry(size_t off)
+static void count_penalty(struct tb_counts *c, u64 cycles, int ev)
 {
-	return (qemu_plugin_u64){ .score = score, .offset = off };
+	c->pen += cycles;
+	if (ev >= 0) {
+		c->ev[ev]++;
+		c->evmask |= 1u << ev;
+	}
 }
 
-static void add_penalty(struct qemu_plugin_insn *insn, u64 cycles, int ev)
+static void *xmalloc(size_t n)
 {
-	if (cycles)
-		qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-								    sb_entry(offsetof(struct sb, pen)), cycles);
-	if (ev >= 0)
-		qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
-			insn, QEMU_PLUGIN_INLINE_ADD_U64, sb_entry(offsetof(struct sb, ev) + (size_t)ev * sizeof(u64)), 1);
+	void *p = calloc(1, n);
+	if (!p) {
+		fprintf(stderr, "costmodel: out of memory\n");
+		abort();
+	}
+	return p;
 }
 
+#define MAX_TB_INSNS 512
+
+/*
+ * Prices the block's instructions once, at translation. Counts and fixed penalties are
+ * added by one callback when the block runs (an exception in the middle of a block
+ * therefore counts the rest of it too; a marker subtracts the part of its block that
+ * follows it). Inline per-vCPU counters would be cheaper, but QEMU 10.0 generates wrong
+ * scoreboard addresses for them when several vCPUs share one thread (round-robin TCG,
+ * which -icount implies): a 2-vCPU guest crashes in generated code.
+ */
 static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	(void)id;
 	size_t n = qemu_plugin_tb_n_insns(tb);
+	if (n > MAX_TB_INSNS)
+		n = MAX_TB_INSNS;
+	struct tb_counts per[MAX_TB_INSNS];
+	struct insn_info infos[MAX_TB_INSNS];
+	struct qemu_plugin_insn *insns[MAX_TB_INSNS];
+	struct tb_counts *total = xmalloc(sizeof(*total));
+	bool any_marker = false;
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		insns[i] = insn;
 		u8 bytes[16];
 		size_t len = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
-		struct insn_info info;
-		decode_insn(bytes, len, &info);
-		if (info.kind == INSN_REP_STRING) {
+		struct insn_info *info = &infos[i];
+		decode_insn(bytes, len, info);
+		struct tb_counts *c = &per[i];
+		memset(c, 0, sizeof(*c));
+		if (info->kind == INSN_REP_STRING) {
+			/* counted once per execution by rep_exec_cb, priced per line */
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, rep_exec_cb, QEMU_PLUGIN_CB_NO_REGS, insn);
 			qemu_plugin_register_vcpu_mem_cb(insn, rep_mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
 			continue;
 		}
-		qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-								    sb_entry(offsetof(struct sb, insns)), 1);
+		c->insns = 1;
 		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
-		switch (info.kind) {
+		switch (info->kind) {
 		case INSN_MARKER:
-			qemu_plugin_register_vcpu_insn_exec_cb(insn, marker_cb, QEMU_PLUGIN_CB_R_REGS,
-							       (void *)(uintptr_t)info.marker_cmd);
+			any_marker = true;
 			break;
 		case INSN_ATOMIC:
-			add_penalty(insn, P.atomic, EV_ATOMIC);
+			count_penalty(c, P.atomic, EV_ATOMIC);
 			break;
 		case INSN_CPUID:
-			add_penalty(insn, P.cpuid, EV_SERIALISE);
+			count_penalty(c, P.cpuid, EV_SERIALISE);
 			break;
 		case INSN_WRMSR:
-			add_penalty(insn, P.wrmsr, EV_SERIALISE);
+			count_penalty(c, P.wrmsr, EV_SERIALISE);
 			break;
 		case INSN_DESC_LOAD:
-			add_penalty(insn, P.serialise, EV_SERIALISE);
+			count_penalty(c, P.serialise, EV_SERIALISE);
 			break;
 		case INSN_IRET:
-			add_penalty(insn, P.irq_roundtrip, EV_IRET);
+			count_penalty(c, P.irq_roundtrip, EV_IRET);
 			break;
 		case INSN_FENCE:
-			add_penalty(insn, P.fence, EV_FENCE);
+			count_penalty(c, P.fence, EV_FENCE);
 			break;
 		case INSN_HLT:
-			add_penalty(insn, P.hlt, EV_HLT);
+			count_penalty(c, P.hlt, EV_HLT);
 			break;
 		case INSN_PAUSE:
-			add_penalty(insn, P.pause, EV_PAUSE);
+			count_penalty(c, P.pause, EV_PAUSE);
 			break;
 		case INSN_MOV_CR:
-		case INSN_INVLPG: {
-			add_penalty(insn, info.kind == INSN_MOV_CR ? P.mov_cr : P.invlpg, EV_SERIALISE);
-			if (info.kind == INSN_INVLPG)
-				add_penalty(insn, 0, EV_INVLPG);
-			/* translations are kept for the whole run: this small record lives as long */
-			struct tlb_insn *ti = malloc(sizeof(*ti));
-			if (!ti)
-				abort();
-			ti->info = info;
+		case INSN_INVLPG:
+		case INSN_INVPCID: {
+			count_penalty(c, info->kind == INSN_MOV_CR ? P.mov_cr : P.invlpg, EV_SERIALISE);
+			if (info->kind != INSN_MOV_CR)
+				count_penalty(c, 0, EV_INVLPG);
+			/* kept as long as QEMU keeps the translation: never freed */
+			struct tlb_insn *ti = xmalloc(sizeof(*ti));
+			ti->info = *info;
 			ti->va = qemu_plugin_insn_vaddr(insn);
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, tlb_insn_cb, QEMU_PLUGIN_CB_R_REGS, ti);
 			break;
@@ -676,6 +769,34 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		default:
 			break;
 		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		total->insns += per[i].insns;
+		total->pen += per[i].pen;
+		total->evmask |= per[i].evmask;
+		for (int e = 0; e < NR_MEV; e++)
+			total->ev[e] = (u16)(total->ev[e] + per[i].ev[e]);
+	}
+	if (total->insns || total->pen)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_cb, QEMU_PLUGIN_CB_NO_REGS, total);
+	else
+		free(total);
+	if (!any_marker)
+		return;
+	/* markers: the counts of the instructions after each one in this block */
+	struct tb_counts tail;
+	memset(&tail, 0, sizeof(tail));
+	for (size_t k = n; k-- > 0;) {
+		if (infos[k].kind == INSN_MARKER) {
+			struct marker *mk = xmalloc(sizeof(*mk));
+			mk->cmd = infos[k].marker_cmd;
+			mk->tail = tail;
+			qemu_plugin_register_vcpu_insn_exec_cb(insns[k], marker_cb, QEMU_PLUGIN_CB_R_REGS, mk);
+		}
+		tail.insns += per[k].insns;
+		tail.pen += per[k].pen;
+		for (int e = 0; e < NR_MEV; e++)
+			tail.ev[e] = (u16)(tail.ev[e] + per[k].ev[e]);
 	}
 }
 
@@ -725,7 +846,8 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 		abort();
 	}
 	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
-	v->last_line = v->last_page4k = ~0ull;
+	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
+	pac_flush(v);
 	rep_filter_reset(&v->rep);
 	v->live = true;
 }
@@ -743,11 +865,11 @@ static void atexit_cb(qemu_plugin_id_t id, void *ud)
 		if (!vcpus[vi].live)
 			continue;
 		u64 ev[NR_MEV];
-		events_of(vi, ev);
+		events_of(vi, ev, NULL);
 		char line[2048];
 		int len = snprintf(line, sizeof(line), "BAREMM-MODEL-TOTAL vcpu=%u insns=%llu cycles=%llu", vi,
-				   (unsigned long long)(sb_of(vi)->insns + vcpus[vi].rep_execs),
-				   (unsigned long long)(clock_of(vi) / 100));
+				   (unsigned long long)(vcpus[vi].insns + vcpus[vi].rep_execs),
+				   (unsigned long long)(clock_of(vi, NULL) / 100));
 		for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 48; e++)
 			len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu", ev_names[e],
 					(unsigned long long)ev[e]);
@@ -820,7 +942,6 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	}
 	regbuf = g_byte_array_new();
 	membuf = g_byte_array_new();
-	score = qemu_plugin_scoreboard_new(sizeof(struct sb));
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init_cb);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans_cb);
 	qemu_plugin_register_atexit_cb(id, atexit_cb, NULL);
