@@ -102,7 +102,8 @@ static int api_cur;
 static bool hello_done;
 static GByteArray *regbuf, *membuf;
 /* register handles, looked up once (x86_64 gdb names) */
-static struct qemu_plugin_register *reg_gpr[16], *reg_cr0, *reg_cr3, *reg_cr4, *reg_fs_base, *reg_gs_base;
+static struct qemu_plugin_register *reg_gpr[16], *reg_cr0, *reg_cr3, *reg_cr4, *reg_fs_base, *reg_gs_base,
+	*reg_k_gs_base;
 static const char *const gpr_names[16] = {
 	"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
@@ -166,11 +167,71 @@ static bool read_guest(u64 va, void *dst, size_t len)
 	return true;
 }
 
+/* ---- which vCPU is running ----
+ *
+ * Under round-robin TCG with several vCPUs (always the case with -icount), QEMU 10.0
+ * passes callbacks the index of the vCPU that *translated* the block, and blocks are
+ * shared: vCPU 1 running code first translated by vCPU 0 is reported as vCPU 0. So with
+ * more than one vCPU the model identifies the running CPU itself, at the start of every
+ * block (vCPUs only switch between blocks): by its per-CPU kernel GS base (gs_base in
+ * the kernel, k_gs_base while a Linux CPU is in user mode), which baremm and Linux set
+ * to a distinct per-CPU area on every CPU. The first block seen with a new base claims
+ * the slot QEMU named if that slot is still free, else the lowest free one; with CPUs
+ * brought up in order (baremm, Linux) slots match logical CPU numbers. Before a CPU has
+ * set its GS base (firmware, early boot), QEMU's index is used.
+ */
+static bool multi;		/* more than one vCPU: identify the running one */
+static unsigned running;	/* slot of the running vCPU (multi) */
+static u64 last_gs = ~0ull;
+static unsigned last_slot;
+static u64 slot_gs[256];	/* per slot: its kernel GS base, 0 = unclaimed */
+
+static unsigned identify(unsigned hint)
+{
+	u64 g;
+	if (!read_reg(reg_gs_base, &g))
+		return hint;
+	if (!(g >> 63) && (!read_reg(reg_k_gs_base, &g) || !(g >> 63)))
+		return hint;	/* no per-CPU kernel base yet */
+	if (g == last_gs)
+		return last_slot;
+	unsigned slot = max_vcpus;
+	for (unsigned i = 0; i < max_vcpus && i < 256; i++)
+		if (slot_gs[i] == g) {
+			slot = i;
+			break;
+		}
+	if (slot == max_vcpus) {
+		if (hint < max_vcpus && hint < 256 && !slot_gs[hint])
+			slot = hint;
+		else
+			for (unsigned i = 0; i < max_vcpus && i < 256; i++)
+				if (!slot_gs[i]) {
+					slot = i;
+					break;
+				}
+		if (slot == max_vcpus)
+			return hint;	/* more bases than CPUs: a kernel changed one; keep QEMU's */
+		slot_gs[slot] = g;
+	}
+	last_gs = g;
+	last_slot = slot;
+	return slot;
+}
+
+/* The slot a callback's work belongs to. */
+static inline unsigned cur(unsigned vi)
+{
+	return multi ? running : vi;
+}
+
 /* ---- the clock ---- */
 
 static void tb_exec_cb(unsigned vi, void *ud)
 {
 	const struct tb_counts *c = ud;
+	if (multi)
+		vi = running = identify(vi);
 	struct vcpu *v = &vcpus[vi];
 	v->insns += c->insns;
 	v->pen += c->pen;
@@ -337,6 +398,7 @@ static inline bool phys_of(struct vcpu *v, qemu_plugin_meminfo_t info, u64 va, u
 static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
 	(void)ud;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 pa;
 	if (!phys_of(v, info, va, &pa)) {
@@ -354,6 +416,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
  * instruction in between moves it). */
 static void rep_exec_cb(unsigned vi, void *ud)
 {
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 n = v->insns;
 	if (v->rep_insn != ud || v->rep_mark != n) {
@@ -369,6 +432,7 @@ static void rep_exec_cb(unsigned vi, void *ud)
 static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
 	(void)ud;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 pa;
 	if (!phys_of(v, info, va, &pa)) {
@@ -425,6 +489,7 @@ static void refresh_paging(struct vcpu *v)
 static void tlb_insn_cb(unsigned vi, void *ud)
 {
 	struct tlb_insn *ti = ud;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	refresh_paging(v);	/* the values before this instruction */
 	pac_flush(v);
@@ -576,6 +641,7 @@ static void marker_cb(unsigned vi, void *ud)
 	const struct marker *mk = ud;
 	unsigned cmd = mk->cmd;
 	const struct tb_counts *tail = &mk->tail;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 a0 = 0, a1 = 0, a2 = 0, ev[NR_MEV];
 	switch (cmd) {
@@ -777,7 +843,7 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		for (int e = 0; e < NR_MEV; e++)
 			total->ev[e] = (u16)(total->ev[e] + per[i].ev[e]);
 	}
-	if (total->insns || total->pen)
+	if (total->insns || total->pen || multi)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_cb, QEMU_PLUGIN_CB_NO_REGS, total);
 	else
 		free(total);
@@ -826,6 +892,8 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 				reg_fs_base = d[i].handle;
 			else if (!strcmp(d[i].name, "gs_base"))
 				reg_gs_base = d[i].handle;
+			else if (!strcmp(d[i].name, "k_gs_base"))
+				reg_k_gs_base = d[i].handle;
 		}
 		g_array_free(regs, 1);
 		for (int g = 0; g < 16; g++)
@@ -935,6 +1003,11 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 		}
 	}
 	max_vcpus = (unsigned)(info->system.max_vcpus > 0 ? info->system.max_vcpus : 1);
+	if (max_vcpus > 256) {
+		fprintf(stderr, "costmodel: at most 256 vCPUs\n");
+		return -1;
+	}
+	multi = max_vcpus > 1;
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
 	if (!vcpus || cache_init(&llc, P.llc_kib, P.llc_ways)) {
 		fprintf(stderr, "costmodel: out of memory\n");
