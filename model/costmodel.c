@@ -65,6 +65,7 @@ struct vcpu {
 	u64 rep_execs;		/* rep string instructions (each counted once) */
 	u64 ev[NR_MEV];
 	u64 last_line;		/* most recent line of the plain path: the L1's MRU line */
+	u64 inval_line, inval_epoch;	/* last line this CPU's store invalidated elsewhere */
 	u64 last_page4k;	/* most recent page translated: the L1 dTLB's MRU entry */
 	u64 last_page2m;	/* ... and its 2 MiB page when that entry is a 2 MiB one */
 	/* QEMU's translations of recent pages (virtual page -> physical page | is_io), kept
@@ -148,13 +149,12 @@ static bool read_reg(struct qemu_plugin_register *r, u64 *v)
 {
 	if (!r)
 		return false;
-	g_byte_array_set_size(regbuf, 0);
+	regbuf->len = 0;	/* empty it (what g_byte_array_set_size(.., 0) does) */
 	int n = qemu_plugin_read_register(r, regbuf);
 	if (n <= 0 || regbuf->len < (unsigned)n)
 		return false;
 	u64 x = 0;
-	for (int i = n < 8 ? n - 1 : 7; i >= 0; i--)
-		x = x << 8 | regbuf->data[i];
+	memcpy(&x, regbuf->data, n < 8 ? (size_t)n : 8);	/* x86: little endian */
 	*v = x;
 	return true;
 }
@@ -182,6 +182,7 @@ static bool read_guest(u64 va, void *dst, size_t len)
  */
 static bool multi;		/* more than one vCPU: identify the running one */
 static unsigned running;	/* slot of the running vCPU (multi) */
+static u64 switches;		/* times the running slot changed */
 static u64 last_gs = ~0ull;
 static unsigned last_slot;
 static u64 slot_gs[256];	/* per slot: its kernel GS base, 0 = unclaimed */
@@ -230,8 +231,14 @@ static inline unsigned cur(unsigned vi)
 static void tb_exec_cb(unsigned vi, void *ud)
 {
 	const struct tb_counts *c = ud;
-	if (multi)
-		vi = running = identify(vi);
+	if (multi) {
+		unsigned r = identify(vi);
+		if (r != running) {
+			running = r;
+			switches++;
+		}
+		vi = r;
+	}
 	struct vcpu *v = &vcpus[vi];
 	v->insns += c->insns;
 	v->pen += c->pen;
@@ -333,7 +340,10 @@ static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool cou
 {
 	if (count_access)
 		v->ev[EV_MEM_ACCESS]++;
-	if (store && max_vcpus > 1) {
+	/* no other CPU ran since this CPU's store to the same line: nobody can have it */
+	if (store && multi && (line != v->inval_line || switches != v->inval_epoch)) {
+		v->inval_line = line;
+		v->inval_epoch = switches;
 		for (unsigned o = 0; o < max_vcpus; o++) {
 			struct vcpu *w = &vcpus[o];
 			if (o == vi || !w->live)
@@ -915,6 +925,7 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 	}
 	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
 	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
+	v->inval_line = ~0ull;
 	pac_flush(v);
 	rep_filter_reset(&v->rep);
 	v->live = true;
