@@ -92,6 +92,7 @@ struct vcpu {
 	u64 wait_ev[NR_MEV];	/* events at the wait's start (restored at the wake) */
 	u64 ld_clock, ld_seq;	/* clock x100 and store_seq at this CPU's latest load */
 	bool ipi_pending;	/* an IPI was sent to this CPU and not taken yet */
+	u32 xapic_icr_hi;	/* the last value this CPU stored to the xAPIC ICR high */
 	u64 ipi_at;		/* x100: its earliest start (send + ipi_latency) */
 	/* timed regions */
 	bool in_region;
@@ -609,6 +610,8 @@ static void hlt_cb(unsigned vi, void *ud)
 /* WRMSR (multi): an x2APIC ICR write (MSR 0x830) sends an IPI; the destination's next
  * block (the handler, or the wake from HLT) starts no earlier than now + ipi_latency.
  * Destination: EDX (physical x2APIC ID = slot), or the shorthand in ICR bits 18-19. */
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest);
+
 static void wrmsr_cb(unsigned vi, void *ud)
 {
 	(void)ud;
@@ -618,10 +621,17 @@ static void wrmsr_cb(unsigned vi, void *ud)
 		return;
 	if (!read_reg(reg_gpr[0], &eax) || !read_reg(reg_gpr[2], &edx))
 		return;
+	send_ipi(vi, (u32)eax, (u32)edx);
+}
+
+/* An ICR write by CPU vi: icr_lo's bits 18-19 are the shorthand, dest the physical APIC
+ * ID (= slot) when there is none. */
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest)
+{
 	u64 at = eff_clock(vi) + P.ipi_latency * 100;
-	unsigned sh = (unsigned)(eax >> 18) & 3;
+	unsigned sh = (icr_lo >> 18) & 3;
 	for (unsigned t = 0; t < max_vcpus; t++) {
-		bool hit = sh == 0 ? t == (u32)edx : sh == 1 ? t == vi : sh == 2 ? true : t != vi;
+		bool hit = sh == 0 ? t == dest : sh == 1 ? t == vi : sh == 2 ? true : t != vi;
 		if (!hit || !vcpus[t].live)
 			continue;
 		struct vcpu *w = &vcpus[t];
@@ -664,10 +674,20 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 	(void)ud;
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
-	u64 pa;
+	u64 pa = ~0ull;
 	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
+		/* xAPIC: a store to ICR high (0xfee00310) holds the destination, one to ICR low
+		 * (0xfee00300) sends */
+		if (multi && (pa & ~0x10ull) == 0xfee00300ull && qemu_plugin_mem_is_store(info)) {
+			qemu_plugin_mem_value mv = qemu_plugin_mem_get_value(info);
+			u32 x = mv.type == QEMU_PLUGIN_MEM_VALUE_U64 ? (u32)mv.data.u64 : mv.data.u32;
+			if (pa & 0x10)
+				v->xapic_icr_hi = x;
+			else
+				send_ipi(vi, x, v->xapic_icr_hi >> 24);
+		}
 		return;
 	}
 	u64 c = translate(v, vi, va);
