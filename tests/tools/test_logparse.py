@@ -192,8 +192,8 @@ class ModelModeTest(unittest.TestCase):
         self.assertEqual(p["results"], [])
 
     def test_model_error_line(self):
-        log = MODEL_LOG.replace("BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=2000",
-                                "BAREMM-MODEL-ERROR FIGURE for variant 3 with no runs")
+        log = MODEL_LOG.replace("BAREMM-END status",
+                                "BAREMM-MODEL-ERROR vcpu=0 reason=no_runs\nBAREMM-END status")
         p = logparse.parse_log(log)
         self.assertTrue(any("cost model reports" in e["message"] for e in p["errors"]))
 
