@@ -13,4 +13,7 @@ extern const char *cmdline_source;	/* "fw_cfg", "multiboot" or "none" */
 /* What a boot with neither tests= nor bench= does (bench/ harness: the default suite). */
 enum exit_status boot_default_run(void);
 
+/* The C entry point, called by boot/entry.asm with the multiboot2 magic and info. */
+__noreturn void kernel_main(u32 magic, u64 mbi_pa);
+
 #endif
