@@ -22,7 +22,7 @@ CLANG := $(findstring clang,$(CC))
 KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-stack-protector \
 	-fno-pic -fno-pie -mno-red-zone -mcmodel=kernel -mno-sse -mno-sse2 -mno-mmx -mno-avx \
 	-fno-omit-frame-pointer -fno-strict-aliasing -fno-common -Wmissing-prototypes \
-	-ffile-prefix-map=$(CURDIR)/= -I. -MMD -MP
+	-ffile-prefix-map=$(CURDIR)=. -I. -MMD -MP
 ifeq ($(CLANG),)
 KCFLAGS += -mno-3dnow -fno-asynchronous-unwind-tables
 else
@@ -51,10 +51,13 @@ $(BUILD)/.build_id: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(BUILD_ID) $(CC)' | cmp -s - $@ || echo '$(BUILD_ID) $(CC)' > $@
 
+# No -g for NASM: its DWARF records the absolute source directory (it has no prefix map),
+# which would make the ELF depend on the checkout path. Assembly frames still symbolize to
+# their function names through the symbol table.
 $(BUILD)/%.o: %.asm
 	@mkdir -p $(dir $@)
 	@echo "  NASM    $<"
-	@$(NASM) -f elf64 -g -F dwarf -Iboot/ $< -o $@
+	@$(NASM) -f elf64 -Iboot/ $< -o $@
 
 $(ELF): $(KOBJS) linker.ld
 	@echo "  LD      $@"
