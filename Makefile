@@ -118,8 +118,17 @@ test: deps
 seed-%: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm experiment $*
 
+# `make seeds` runs all five in TCG and in deterministic mode, saves them to docs/data/
+# and regenerates docs/EXPERIMENTS.md from them: run it on a committed (clean) tree.
 seeds: deps $(ISO) $(QEMU_ISO)
-	$(PYTHON) tools/baremm experiment all
+	$(PYTHON) tools/baremm experiment all --no-build --save docs/data
+	$(PYTHON) tools/baremm experiment all --no-build --icount --save docs/data
+	$(PYTHON) tools/baremm docs
+
+# The figure tables of docs/RESULTS.md and docs/EXPERIMENTS.md, from
+# tests/perf/baseline.json and docs/data/ (`make test` fails when they drift).
+docs:
+	$(PYTHON) tools/baremm docs
 
 # Deterministic-mode regression check against tests/perf/baseline.json.
 perf-check: deps $(ISO) $(QEMU_ISO)
@@ -135,6 +144,6 @@ clean:
 	rm -rf $(BUILD) $(ISO)
 
 FORCE:
-.PHONY: all deps run bench test debug clean host-test host-build seeds perf-check perf-baseline FORCE
+.PHONY: all deps run bench test debug clean host-test host-build seeds docs perf-check perf-baseline FORCE
 
 -include $(KOBJS:.o=.d) $(HOST_OBJS:.o=.d)

@@ -150,9 +150,11 @@ def fmt_ev(v):
     return "%.4f" % v
 
 
-def events_table(exp, results, all_events=False):
-    """Event counts per operation, one column per variant value, per figure."""
-    out = []
+def event_tables(exp, results, all_events=False):
+    """[(head, rows)] per figure: event counts per operation, one column per value. The
+    experiment's key events come first, then every other event that differs by more than
+    5 % between values (all of them with all_events)."""
+    tables = []
     for (bench, metric, cpus), byv in group_by_value(results, exp.variant, exp.metric):
         vals = [v for v in exp.values if v in byv] + [v for v in byv if v not in exp.values]
         names = [e for e in exp.key_events if any(e in byv[v]["events"] for v in vals)]
@@ -171,16 +173,28 @@ def events_table(exp, results, all_events=False):
             rows.append([e] + [fmt_ev(byv[v]["events"].get(e, 0.0)) for v in vals])
         head = ["%s.%s cpus=%d" % (bench, metric, cpus)] + \
             ["%s:%s" % (exp.variant, v) for v in vals]
+        tables.append((head, rows))
+    return tables
+
+
+def events_table(exp, results, all_events=False):
+    """event_tables() as aligned text."""
+    out = []
+    for head, rows in event_tables(exp, results, all_events):
         widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-        out.append("  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i])
-                             for i, h in enumerate(head)).rstrip())
-        for r in rows:
+        for r in [head] + rows:
             out.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i])
                                  for i, c in enumerate(r)).rstrip())
         out.append("")
     if not out:
         return "(no figures with the variant %s)\n" % exp.variant
     return "\n".join(out)
+
+
+def selected(exp, results):
+    """The results that carry the experiment's variant (and metric)."""
+    return [r for r in results if value_of(r, exp.variant) is not None
+            and (not exp.metric or r["metric"].split("[")[0] == exp.metric)]
 
 
 # ---------------------------------------------------------------- the five
@@ -333,8 +347,7 @@ def merge_boot_results(exp, boots):
 def report(exp, results, machine, icount, cmdlines, all_events=False):
     """The experiment's printed report (str) and its verdict dict."""
     out = []
-    sel = [r for r in results if value_of(r, exp.variant) is not None
-           and (not exp.metric or r["metric"].split("[")[0] == exp.metric)]
+    sel = selected(exp, results)
     out.append("== experiment %s: %s ==" % (exp.id, exp.title))
     out.append("question: %s" % exp.question)
     out.append("thread:   %s" % exp.thread_line())
