@@ -115,14 +115,17 @@ test: deps
 	$(PYTHON) tools/baremm test
 
 # The seed experiments (docs/EXPERIMENTS.md): make seed-000 ... seed-004, or all of them.
+# MODEL=PROFILE runs them under the cycle-cost model (docs/COSTMODEL.md).
+EXPERIMENT_ARGS := $(if $(MODEL),--model $(MODEL))
 seed-%: deps $(ISO) $(QEMU_ISO)
-	$(PYTHON) tools/baremm experiment $*
+	$(PYTHON) tools/baremm experiment $* $(EXPERIMENT_ARGS)
 
 # `make seeds` runs all five in TCG and in deterministic mode, saves them to docs/data/
 # and regenerates docs/EXPERIMENTS.md from them: run it on a committed (clean) tree.
 seeds: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm experiment all --no-build --save docs/data
 	$(PYTHON) tools/baremm experiment all --no-build --icount --save docs/data
+	$(if $(MODEL),$(PYTHON) tools/baremm experiment all --no-build --save docs/data $(EXPERIMENT_ARGS))
 	$(PYTHON) tools/baremm docs
 
 # The figure tables of docs/RESULTS.md and docs/EXPERIMENTS.md, from

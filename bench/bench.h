@@ -33,6 +33,7 @@
 
 #include "kernel/types.h"
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/costmodel.h"
 
 enum bench_suite {
 	BENCH_FULL = 0,		/* only in bench=* / make bench */
@@ -82,9 +83,24 @@ struct bench {
 
 extern struct bench __start_baremm_benches[], __stop_baremm_benches[];
 
-/* Time a region: t0 = bench_start(); ...; s->cycles = bench_stop(t0). Fenced TSC reads. */
-static inline u64 bench_start(void) { return rdtsc_ordered(); }
-static inline u64 bench_stop(u64 t0) { return rdtsc_ordered() - t0; }
+/*
+ * Time a region: t0 = bench_start(); ...; s->cycles = bench_stop(t0). Fenced TSC reads.
+ * The same pair brackets the region for the cycle-cost model (arch/x86_64/costmodel.h):
+ * its marks sit outside the TSC reads, so they never count in the TSC figure. A body may
+ * time several regions per round (their sum is its sample); a sub-measurement that is not
+ * part of the sample must not use this pair.
+ */
+static inline u64 bench_start(void)
+{
+	model_region_begin();
+	return rdtsc_ordered();
+}
+static inline u64 bench_stop(u64 t0)
+{
+	u64 t = rdtsc_ordered() - t0;
+	model_region_end();
+	return t;
+}
 
 /* Run the benchmarks matching @glob ("default" = the default suite). */
 int bench_run_selected(const char *glob);

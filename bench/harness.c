@@ -17,6 +17,7 @@
 #include "kernel/panic.h"
 #include "arch/x86_64/tsc.h"
 #include "arch/x86_64/pmu.h"
+#include "arch/x86_64/costmodel.h"
 
 DEFINE_OPTION_STRING(opt_bench, "bench", NULL,
 		     "run the benchmarks matching this glob ('list' lists them, 'default' = make run's suite)");
@@ -91,6 +92,7 @@ static void par_body(void *arg)
 	pmu_read(&p1);
 	pmu_delta[me].instructions = p1.instructions - p0.instructions;
 	pmu_delta[me].cycles = p1.cycles - p0.cycles;
+	model_sample(cpu_samples[me].ops);
 	smp_barrier_wait(&pr->end);
 	if (me == 0)
 		events_snapshot(pr->ev_after);
@@ -121,6 +123,7 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 		pmu_read(&p1);
 		pmu_delta[0].instructions = p1.instructions - p0.instructions;
 		pmu_delta[0].cycles = p1.cycles - p0.cycles;
+		model_sample(cpu_samples[0].ops);
 		events_snapshot(pr.ev_after);
 	}
 	u64 sum = 0, tsum = 0, osum = 0;
@@ -220,12 +223,16 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	if (b->nparams)
 		snprintf(kase, sizeof(kase), " case=%s:%lu", b->param_name ? b->param_name : "param",
 			 (unsigned long)ctx->param);
+	/* The figure's key; the cost model prints its own figure under the same key first. */
+	char key[256];
+	int klen = snprintf(key, sizeof(key), "bench=%s variant=%s cpus=%u%s metric=%s", b->name,
+			    variant, ctx->ncpus, kase, b->metric ? b->metric : "op");
+	model_figure(key, (size_t)MIN(klen, (int)sizeof(key) - 1), v);
 	char line[1536];
 	int n = snprintf(line, sizeof(line),
-			 "BAREMM-RESULT bench=%s variant=%s cpus=%u%s metric=%s unit=%s runs=%u median=%s "
-			 "mean=%s stddev=%s pstddev=%s min=%s max=%s median_ns=%s ops=%lu",
-			 b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op",
-			 b->unit ? b->unit : "cycles", runs, med, mean, sd, psd, mn, mx, ns,
+			 "BAREMM-RESULT %s unit=%s runs=%u median=%s mean=%s stddev=%s pstddev=%s min=%s "
+			 "max=%s median_ns=%s ops=%lu",
+			 key, b->unit ? b->unit : "cycles", runs, med, mean, sd, psd, mn, mx, ns,
 			 (unsigned long)(ops_total[v] / runs));
 	if (b->throughput) {
 		struct stats ts;
@@ -342,6 +349,7 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 				ctx.warmup = r < warm;
 				u64 per_op, ops_s, ops, ev[NR_EVENTS];
 				run_round(&ctx, &per_op, &ops_s, ev, &ops);
+				model_round(v, ctx.warmup);
 				if (ctx.warmup)
 					continue;
 				samples[v][r - warm] = per_op;

@@ -20,6 +20,7 @@
 #include "kernel/boot.h"
 #include "kernel/atomic.h"
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/costmodel.h"
 #include "arch/x86_64/serial.h"
 #include "arch/x86_64/desc.h"
 #include "arch/x86_64/apic.h"
@@ -108,6 +109,7 @@ static void print_machine_header(void)
 	       (unsigned long)(boot_mem_bytes >> 20), nr_cpu_ids, boot_info.efi ? "uefi" : "bios",
 	       boot_cpu.pcid ? "yes" : "no", boot_cpu.invpcid ? "yes" : "no", pmu, baremm_build_id,
 	       cmdline_source, cmdline_shown);
+	model_hello();	/* under the cost model: the plugin states its profile next */
 }
 
 /* Recurses until the guard page below the stack stops it (selftest=stack_overflow). */

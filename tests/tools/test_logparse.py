@@ -152,3 +152,52 @@ class ResultTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+MODEL_LOG = """BAREMM-MACHINE cpus=1 tsc_khz=1000000 cpu_model="x"
+BAREMM-MODEL profile=skylake-sp ghz=2.1 base_cpi=0.50
+BAREMM-RESULT bench=b.x variant=default cpus=1 metric=op unit=model_cycles runs=2 median=150.00 mean=150.00 stddev=0.00 pstddev=0.00 min=150.00 max=150.00 median_ns=71.42 ops=10 ev.model_l1d_miss=1.5000
+BAREMM-SAMPLES bench=b.x variant=default cpus=1 metric=op values=150.00,150.00
+BAREMM-RESULT bench=b.x variant=default cpus=1 metric=op unit=cycles runs=2 median=90.00 mean=90.00 stddev=0.00 pstddev=0.00 min=90.00 max=90.00 median_ns=90.00 ops=10 ev.ipi_sent=2.0000
+BAREMM-SAMPLES bench=b.x variant=default cpus=1 metric=op values=90.00,90.00
+BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=2000
+BAREMM-END status=pass results=1
+"""
+
+
+class ModelModeTest(unittest.TestCase):
+    def test_model_figures_become_the_results(self):
+        p = logparse.parse_log(MODEL_LOG)
+        self.assertEqual(p["errors"], [])
+        self.assertEqual(p["mode"], "model")
+        self.assertEqual(p["model"]["profile"], "skylake-sp")
+        self.assertEqual(len(p["results"]), 1)
+        r = p["results"][0]
+        self.assertEqual(r["unit"], "model_cycles")
+        self.assertEqual(r["median"], 150)
+        self.assertEqual(r["samples"], [150, 150])      # its own SAMPLES, not the guest's
+        self.assertEqual(r["instructions"], 90)
+        self.assertEqual(r["events"], {"model_l1d_miss": 1.5, "ipi_sent": 2.0})
+        self.assertEqual(p["icount_results"][0]["samples"], [90, 90])
+        self.assertEqual(p["model_totals"][0]["insns"], "1000")
+        self.assertEqual(runner.run_mode(None, p), "model")
+
+    def test_guest_figure_without_model_figure_is_an_error(self):
+        lines = MODEL_LOG.split("\n")
+        log = "\n".join(l for l in lines if "unit=model_cycles" not in l
+                        and "values=150" not in l)
+        p = logparse.parse_log(log)
+        self.assertTrue(any("no cost-model figure" in e["message"] for e in p["errors"]))
+        self.assertEqual(p["results"], [])
+
+    def test_model_error_line(self):
+        log = MODEL_LOG.replace("BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=2000",
+                                "BAREMM-MODEL-ERROR FIGURE for variant 3 with no runs")
+        p = logparse.parse_log(log)
+        self.assertTrue(any("cost model reports" in e["message"] for e in p["errors"]))
+
+    def test_plain_icount_log_has_no_model(self):
+        p = logparse.parse_log(MODEL_LOG.replace("BAREMM-MODEL profile", "BAREMM-INFO profile")
+                               .replace("unit=model_cycles", "unit=cycles"))
+        self.assertIsNone(p["mode"])
+        self.assertEqual(runner.run_mode(None, p), "icount")

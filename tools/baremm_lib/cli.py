@@ -116,6 +116,13 @@ def print_backtraces(rec, logpath, out=sys.stdout):
         err("cannot symbolize: %s" % e)
 
 
+def add_model_arg(p):
+    p.add_argument("--model", metavar="PROFILE", default=None,
+                   help="cost-model mode: deterministic (icount) boot with the cycle-cost "
+                        "plugin and this CPU profile (%s, or a profile file); figures in "
+                        "model cycles (docs/COSTMODEL.md)" % ", ".join(runner.model_profiles()))
+
+
 def add_boot_args(p):
     p.add_argument("--smp", type=int, default=2, help="number of CPUs (default 2)")
     p.add_argument("--mem", default="512M", help="memory size (default 512M)")
@@ -125,6 +132,7 @@ def add_boot_args(p):
                    help="tcg (default), kvm, or auto (kvm when /dev/kvm is usable)")
     p.add_argument("--icount", action="store_true",
                    help="deterministic mode: -icount " + runner.ICOUNT)
+    add_model_arg(p)
     p.add_argument("--timeout", type=float, default=300,
                    help="host timeout in seconds; QEMU is killed after it (default 300)")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
@@ -145,7 +153,7 @@ def cmd_run(a):
                                        if (a.bench or a.cmdline) else "default"))
     base_cfg = {"cmdline": cmdline, "smp": a.smp, "mem": a.mem, "cpu": a.cpu,
                 "firmware": a.firmware, "accel": a.accel, "icount": a.icount,
-                "timeout": a.timeout}
+                "model": a.model, "timeout": a.timeout}
     boots = [(name, base_cfg)]
     if a.variants:
         if "=" not in a.variants:
@@ -159,7 +167,7 @@ def cmd_run(a):
             boots.append(("%s-%s" % (name, runner.safe_name(v)), c))
     try:
         if not a.no_build:
-            runner.build()
+            runner.build(model=bool(a.model))
         if a.out:
             top = os.path.abspath(a.out)
             os.makedirs(top, exist_ok=True)
@@ -254,7 +262,7 @@ def cmd_suite(a):
         return st.EXIT_USAGE
     try:
         if not a.no_build:
-            runner.build()
+            runner.build(model=bool(a.model))
         top = runner.new_dir(os.path.join(runner.ROOT, "results"),
                              "suite-%s-%s" % (runner.safe_name(a.name), runner.timestamp()))
         records = []
@@ -262,6 +270,8 @@ def cmd_suite(a):
             c = dict(e)
             if a.icount:
                 c["icount"] = True
+            if a.model:
+                c["model"] = a.model
             if a.accel:
                 c["accel"] = a.accel
             d = runner.new_dir(top, e["name"])
@@ -375,6 +385,7 @@ def build_parser():
     p.add_argument("name")
     p.add_argument("--config", default=None, help="suites file (default tests/qemu/suites.cfg)")
     p.add_argument("--icount", action="store_true", help="deterministic mode for every boot")
+    add_model_arg(p)
     p.add_argument("--accel", choices=("tcg", "tcg-single", "tcg-multi", "kvm", "auto"), default=None)
     p.add_argument("--no-build", action="store_true")
     p.add_argument("-q", "--quiet", action="store_true")

@@ -119,14 +119,17 @@ def ops_per_s(r):
 class Analysis:
     """What a verdict reads: the experiment, its figures grouped by value, the mode."""
 
-    def __init__(self, exp, results, icount, machine=None):
+    def __init__(self, exp, results, icount, machine=None, model=None):
         self.exp = exp
         self.results = results
         self.icount = icount
+        self.model = model              # cost-model profile name, or None
         self.machine = machine
         self.groups = group_by_value(results, exp.variant, exp.metric)
 
     def mode(self):
+        if self.model:
+            return "cost model, profile %s (deterministic)" % self.model
         return "deterministic mode (icount: 1 cycle = 1 instruction)" if self.icount \
             else "TCG wall time"
 
@@ -135,7 +138,7 @@ class Analysis:
         if self.exp.thread is None:
             return {"agree": verdict.INCONCLUSIVE, "ours": "", "text": "", "claims": [],
                     "linux": []}
-        return verdict.decide(self.exp, self.groups, self.icount)
+        return verdict.decide(self.exp, self.groups, self.icount, self.model)
 
 
 def fmt_ev(v):
@@ -344,7 +347,7 @@ def merge_boot_results(exp, boots):
     return out
 
 
-def report(exp, results, machine, icount, cmdlines, all_events=False):
+def report(exp, results, machine, icount, cmdlines, all_events=False, model=None):
     """The experiment's printed report (str) and its verdict dict."""
     out = []
     sel = selected(exp, results)
@@ -369,7 +372,7 @@ def report(exp, results, machine, icount, cmdlines, all_events=False):
     out.append("")
     out.append(events_table(exp, sel, all_events).rstrip("\n"))
     out.append("")
-    an = Analysis(exp, sel, icount, machine)
+    an = Analysis(exp, sel, icount, machine, model=model)
     v = an.verdict()
     out.append("Verdict (%s): %s" % (an.mode(), v["agree"]))
     out.append(textwrap.fill(v["text"], width=92, break_on_hyphens=False))
@@ -377,18 +380,20 @@ def report(exp, results, machine, icount, cmdlines, all_events=False):
 
 
 def run_one(exp, a, top, out=sys.stdout):
-    icount = bool(a.icount)
+    model = getattr(a, "model", None)
+    icount = bool(a.icount or model)
     boots = []
     cls = exp.cmdlines(runs=a.runs, icount=icount)
     smp = a.smp or exp.smp
     for value, cmdline in cls:
         name = "seed%s%s" % (exp.id, "-" + runner.safe_name(value) if value else "")
         cfg = {"cmdline": cmdline, "smp": smp, "mem": a.mem or exp.mem, "cpu": "max",
-               "firmware": "bios", "accel": a.accel, "icount": icount,
+               "firmware": "bios", "accel": a.accel, "icount": icount, "model": model,
                "timeout": a.timeout or (exp.icount_timeout if icount else exp.timeout)}
         d = runner.new_dir(top, name)
         out.write("baremm: experiment %s: booting smp=%d%s: %s\n"
-                  % (exp.id, smp, " icount" if icount else "", cmdline))
+                  % (exp.id, smp, " model=" + model if model else " icount" if icount else "",
+                     cmdline))
         out.flush()
         echo = runner.LineEcho(out, prefix="  | ") if a.verbose else None
         rec, _ = runner.boot(cfg, d, echo=echo, name=name, iso=a._iso)
@@ -399,20 +404,20 @@ def run_one(exp, a, top, out=sys.stdout):
     results = merge_boot_results(exp, boots)
     machine = next((r.get("machine") for _, r in boots if r.get("machine")), None)
     text, v = report(exp, results, machine, icount, [c for _, c in cls],
-                     all_events=getattr(a, "all_events", False))
+                     all_events=getattr(a, "all_events", False), model=model)
     out.write("\n" + text)
     status = 0
     for _, rec in boots:
         if rec["tool_exit"]:
             status = status or rec["tool_exit"]
-    summary = {"id": exp.id, "title": exp.title, "icount": icount, "smp": smp,
+    summary = {"id": exp.id, "title": exp.title, "icount": icount, "model": model, "smp": smp,
                "cmdlines": [c for _, c in cls], "verdict": v,
                "status": [rec["status"] for _, rec in boots],
                "results": results, "machine": machine}
     save_summary(summary, os.path.join(top, "experiment-%s.json" % exp.id))
     if getattr(a, "save", None):
         save_summary(summary, os.path.join(a.save, data_name(exp.id, icount,
-                                                              getattr(a, "alt", False))))
+                                                              getattr(a, "alt", False), model)))
     if a.plot:
         path = a.plot if len(getattr(a, "_ids", [exp.id])) == 1 else \
             _suffixed(a.plot, exp.id)
@@ -428,9 +433,10 @@ def run_one(exp, a, top, out=sys.stdout):
     return summary, status
 
 
-def data_name(ident, icount, alt=False):
+def data_name(ident, icount, alt=False, model=None):
     """File name of an experiment's saved summary (docs/data/, `make seeds`)."""
-    return "seed-%s%s-%s.json" % (ident, "-alt" if alt else "", "icount" if icount else "tcg")
+    mode = "model-" + runner.safe_name(model) if model else "icount" if icount else "tcg"
+    return "seed-%s%s-%s.json" % (ident, "-alt" if alt else "", mode)
 
 
 def save_summary(summary, path):
@@ -455,7 +461,8 @@ def summary_table(summaries):
     rows = []
     for s in summaries:
         exp = EXPERIMENTS[s["id"]]
-        rows.append([s["id"], "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
+        rows.append([s["id"], ("model:" + s["model"]) if s.get("model") else
+                     "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
                      exp.thread_line(), s["verdict"]["agree"]])
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
@@ -472,9 +479,11 @@ def main(a, out=sys.stdout):
     a._ids = ids
     try:
         if not a.no_build:
-            runner.build()
+            runner.build(model=bool(getattr(a, "model", None)))
         top = runner.new_dir(os.path.join(runner.ROOT, "results"), "experiment-%s-%s%s"
-                             % (a.id, runner.timestamp(), "-icount" if a.icount else ""))
+                             % (a.id, runner.timestamp(),
+                                "-model-" + runner.safe_name(a.model) if getattr(a, "model", None)
+                                else "-icount" if a.icount else ""))
         # A private copy of the ISO keeps a concurrent rebuild away from these boots.
         a._iso = perfcheck.private_iso(top)
         if getattr(a, "save", None):
@@ -515,6 +524,9 @@ def add_parser(sub):
                    "(default: the benchmark's)")
     p.add_argument("--icount", action="store_true", help="deterministic mode (-icount "
                    + runner.ICOUNT + ")")
+    p.add_argument("--model", metavar="PROFILE", default=None,
+                   help="under the cycle-cost model with this CPU profile (implies icount; "
+                        "docs/COSTMODEL.md)")
     p.add_argument("--plot", default=None, metavar="OUT.png",
                    help="write a PNG (with all: OUT-NNN.png per experiment)")
     p.add_argument("--no-build", action="store_true", help="do not run make first")

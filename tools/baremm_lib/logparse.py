@@ -21,7 +21,7 @@ KERNEL_START_RE = re.compile(r"^(?:BAREMM-[A-Z]+(?:\s|$)|KTAP version \d|PANIC|E
 # Kernel output glued to firmware noise on the same line (no newline in between).
 GLUED_RE = re.compile(r"(BAREMM-[A-Z]+\s|KTAP version \d)")
 
-TAG_RE = re.compile(r"^BAREMM-([A-Z]+)(?:\s+(.*))?$")
+TAG_RE = re.compile(r"^BAREMM-([A-Z]+(?:-[A-Z]+)*)(?:\s+(.*))?$")
 KV_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_.\-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)(?=\s|$)')
 NUM_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
 INT_RE = re.compile(r"^[-+]?\d+$")
@@ -33,6 +33,8 @@ RESULT_REQUIRED = ("bench", "variant", "cpus", "metric", "unit", "runs", "median
 RESULT_INT = ("cpus", "runs")
 RESULT_FLOAT = ("median", "mean", "stddev", "pstddev", "min", "max", "median_ns")
 MACHINE_INT = ("tsc_khz", "mem_mib", "cpus")
+# Figures the cycle-cost plugin prints (docs/COSTMODEL.md) carry this unit.
+MODEL_UNIT = "model_cycles"
 
 
 class ParseError(Exception):
@@ -179,6 +181,10 @@ def parse_log(data, path=None):
         "samples": [],
         "info": [],
         "end": None,
+        "mode": None,
+        "model": None,
+        "model_totals": [],
+        "icount_results": [],
         "option_errors": [],
         "kernel_errors": [],
         "panics": [],
@@ -254,11 +260,15 @@ def parse_log(data, path=None):
         errors.append({"line": len(raw_lines) or None,
                        "message": "log is truncated: no BAREMM-END line (%d lines read)"
                        % len(raw_lines)})
-    elif out["end"].get("results") is not None and out["end"]["results"] != len(out["results"]):
+    _attach_samples(out)
+    guest = [r for r in out["results"] if r["unit"] != MODEL_UNIT]
+    if out["end"] is not None and out["end"].get("results") is not None \
+            and out["end"]["results"] != len(guest):
         errors.append({"line": out["end"]["line"],
                        "message": "BAREMM-END says results=%d but %d BAREMM-RESULT lines were "
-                       "parsed" % (out["end"]["results"], len(out["results"]))})
-    _attach_samples(out)
+                       "parsed" % (out["end"]["results"], len(guest))})
+    if out["model"] is not None or len(guest) != len(out["results"]):
+        _merge_model(out, guest)
     k = ktapmod.parse(kernel_lines)
     out["ktap"] = k.to_dict()
     out["ktap_obj"] = k
@@ -276,6 +286,8 @@ def _handle_tag(out, tag, rest, ln, line):
         else:
             out["kernel_errors"].append(entry)
         return
+    if tag == "MODEL-ERROR":
+        raise ParseError("the cost model reports: %s" % rest)
     kv = parse_kv(rest)
     if tag == "MACHINE":
         for k in MACHINE_INT:
@@ -305,6 +317,14 @@ def _handle_tag(out, tag, rest, ln, line):
         if "cpus" in kv:
             s["cpus"] = to_number(kv["cpus"], "cpus", integer=True)
         out["samples"].append(s)
+    elif tag == "MODEL":
+        if out["model"] is not None:
+            raise ParseError("second BAREMM-MODEL line")
+        kv["line"] = ln
+        out["model"] = kv
+    elif tag == "MODEL-TOTAL":
+        kv["line"] = ln
+        out["model_totals"].append(kv)
     elif tag == "INFO":
         kv["line"] = ln
         out["info"].append(kv)
@@ -333,6 +353,8 @@ def option_name(text):
 
 
 def _attach_samples(out):
+    """A SAMPLES line belongs to the nearest RESULT line before it with the same key (under
+    the cost model each figure has two: the model's, then the guest's own)."""
     for s in out["samples"]:
         matches = [r for r in out["results"]
                    if r["bench"] == s["bench"] and r["variant"] == s["variant"]
@@ -341,14 +363,46 @@ def _attach_samples(out):
             out["warnings"].append({"line": s["line"], "message": "BAREMM-SAMPLES matches no "
                                     "BAREMM-RESULT line"})
             continue
-        if len(matches) > 1:
-            out["warnings"].append({"line": s["line"], "message": "BAREMM-SAMPLES matches %d "
-                                    "results; attached to the first" % len(matches)})
-        r = matches[0]
+        before = [r for r in matches if r["line"] < s["line"] and r["samples"] is None]
+        if not before:
+            out["warnings"].append({"line": s["line"], "message": "BAREMM-SAMPLES follows no "
+                                    "BAREMM-RESULT line of its figure without samples"})
+            continue
+        r = before[-1]
         r["samples"] = s["values"]
         if len(s["values"]) != r["runs"]:
             out["warnings"].append({"line": s["line"], "message": "%d samples but runs=%d"
                                     % (len(s["values"]), r["runs"])})
+
+
+def _merge_model(out, guest):
+    """Cost-model mode: the model's figures become the run's results; each carries the
+    guest's kernel events and its instruction count (the guest's own figure under icount),
+    so a model figure comes with every count that explains it. The guest's figures stay
+    in icount_results."""
+    out["mode"] = "model"
+    model = [r for r in out["results"] if r["unit"] == MODEL_UNIT]
+    by_key = {}
+    for g in guest:
+        by_key.setdefault(figure_key(g), []).append(g)
+    for r in model:
+        twins = by_key.get(figure_key(r))
+        if not twins:
+            out["warnings"].append({"line": r["line"], "message": "model figure %s has no guest "
+                                    "figure" % figure_name(r)})
+            continue
+        g = twins.pop(0)
+        for k, v in g["events"].items():
+            r["events"].setdefault(k, v)
+        r["instructions"] = g["median"]
+        r["guest_unit"] = g["unit"]
+    for rest in by_key.values():
+        for g in rest:
+            out["errors"].append({"line": g["line"], "message": "figure %s has no cost-model "
+                                  "figure (was the plugin loaded for the whole run?)"
+                                  % figure_name(g)})
+    out["icount_results"] = guest
+    out["results"] = model
 
 
 def public(parsed):

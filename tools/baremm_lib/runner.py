@@ -19,6 +19,9 @@ ICOUNT = "shift=0,sleep=off,align=off"
 ISO = "build/baremm-qemu.iso"   # iso/baremm.iso without the GRUB menu wait (Makefile)
 USB_ISO = "iso/baremm.iso"
 SCHEMA = "baremm-run/1"
+# The cycle-cost model (docs/COSTMODEL.md): a TCG plugin and its named CPU profiles.
+MODEL_SO = "build/model/costmodel.so"
+PROFILE_DIR = "model/profiles"
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -69,27 +72,60 @@ def accel_arg(accel, smp, icount):
     return accel
 
 
+def model_profiles(root=None):
+    """Names of the profiles in model/profiles/ (NAME.cfg)."""
+    d = os.path.join(root or ROOT, PROFILE_DIR)
+    try:
+        return sorted(f[:-4] for f in os.listdir(d) if f.endswith(".cfg"))
+    except OSError:
+        return []
+
+
+def resolve_profile(name):
+    """A profile name (model/profiles/NAME.cfg) or a path to a profile file."""
+    if os.sep in name or name.endswith(".cfg"):
+        path = os.path.abspath(name)
+    else:
+        path = os.path.join(ROOT, PROFILE_DIR, name + ".cfg")
+    if not os.path.isfile(path):
+        raise ToolError("unknown cost-model profile %r (profiles: %s; or give a path to a "
+                        "profile file)" % (name, ", ".join(model_profiles()) or "none found"))
+    return path
+
+
+def model_plugin_args(profile):
+    """The -plugin argument for a cost-model run; the plugin must have been built."""
+    so = os.path.join(ROOT, MODEL_SO)
+    if not os.path.isfile(so):
+        raise ToolError("%s is missing: build it with `make` (the cost-model plugin)" % MODEL_SO)
+    return ["-plugin", "%s,profile=%s" % (qemu_arg_path(so), qemu_arg_path(resolve_profile(profile)))]
+
+
 def qemu_arg_path(p):
     """QEMU option values escape ',' by doubling it."""
     return p.replace(",", ",,")
 
 
 def build_command(cfg, workdir, iso=None, qemu=QEMU):
-    """cfg keys: cmdline (None = GRUB's line), smp, mem, cpu, firmware, accel, icount.
+    """cfg keys: cmdline (None = GRUB's line), smp, mem, cpu, firmware, accel, icount,
+    model (a cost-model profile: implies icount, loads the plugin).
 
     Writes the fw_cfg command-line file and the OVMF variable store copy into workdir.
     Returns the argv list.
     """
     iso = os.path.abspath(iso or os.path.join(ROOT, ISO))
-    accel = resolve_accel(cfg.get("accel", "tcg"), cfg.get("icount", False))
+    icount = bool(cfg.get("icount") or cfg.get("model"))
+    accel = resolve_accel(cfg.get("accel", "tcg"), icount)
     argv = [qemu, "-machine", "q35", "-cdrom", iso, "-boot", "d",
             "-nographic", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nic", "none",
             "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
             "-smp", str(cfg.get("smp", 1)), "-m", str(cfg.get("mem", "512M")),
             "-cpu", cfg.get("cpu", "max"),
-            "-accel", accel_arg(accel, int(cfg.get("smp", 1)), cfg.get("icount", False))]
-    if cfg.get("icount"):
+            "-accel", accel_arg(accel, int(cfg.get("smp", 1)), icount)]
+    if icount:
         argv += ["-icount", ICOUNT]
+    if cfg.get("model"):
+        argv += model_plugin_args(cfg["model"])
     if cfg.get("firmware", "bios") == "uefi":
         for f in (OVMF_CODE, OVMF_VARS):
             if not os.path.exists(f):
@@ -239,9 +275,11 @@ def git_info(root=ROOT):
     return {"rev": rev, "dirty": bool(porcelain)}
 
 
-def build(root=ROOT, quiet=False):
-    """`make -s iso/baremm.iso build/baremm-qemu.iso`; raises ToolError on failure."""
-    r = subprocess.run(["make", "-s", USB_ISO, ISO], cwd=root, capture_output=True, text=True)
+def build(root=ROOT, quiet=False, model=False):
+    """`make -s iso/baremm.iso build/baremm-qemu.iso` (and the cost-model plugin with
+    model=True); raises ToolError on failure."""
+    targets = [USB_ISO, ISO] + ([MODEL_SO] if model else [])
+    r = subprocess.run(["make", "-s"] + targets, cwd=root, capture_output=True, text=True)
     if r.returncode != 0:
         raise ToolError("build failed (make -s %s, exit %d):\n%s%s"
                         % (ISO, r.returncode, r.stdout[-4000:], r.stderr[-4000:]))
@@ -278,6 +316,10 @@ def boot(cfg, outdir, echo=None, iso=None, name="run"):
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     q = run_qemu(argv, log_path, cfg.get("timeout", 300), echo=echo,
                  stderr_path=os.path.join(outdir, "qemu.stderr"))
+    if cfg.get("model") and q["exit_code"] not in st.QEMU_CODES and "plugin" in q["stderr"]:
+        raise ToolError("QEMU could not run the cost-model plugin (QEMU built without TCG "
+                        "plugins, or too old: plugin API 2..4 is needed, QEMU >= 9):\n%s"
+                        % q["stderr"].strip()[-2000:])
     vars_copy = os.path.join(outdir, "ovmf_vars.fd")
     if os.path.exists(vars_copy):
         os.unlink(vars_copy)
@@ -302,7 +344,7 @@ def make_record(cfg, argv, q, parsed, name="run", started=None):
     if status == "pass" and parsed["errors"]:
         exit_status = st.EXIT_LOG_ERROR
     cfg_out = {k2: cfg.get(k2) for k2 in ("cmdline", "smp", "mem", "cpu", "firmware", "accel",
-                                          "icount", "timeout")}
+                                          "icount", "model", "timeout")}
     cfg_out["accel_used"] = argv[argv.index("-accel") + 1] if "-accel" in argv else None
     return {
         "schema": SCHEMA,
@@ -324,12 +366,27 @@ def make_record(cfg, argv, q, parsed, name="run", started=None):
         "machine": parsed["machine"],
         "end": parsed["end"],
         "ktap": _ktap_summary(k),
+        "mode": run_mode(cfg, parsed),
+        "model": parsed["model"],
         "results": parsed["results"],
+        "icount_results": parsed["icount_results"],
         "info": parsed["info"],
         "panics": parsed["panics"],
         "option_errors": parsed["option_errors"],
         "kernel_errors": parsed["kernel_errors"],
     }
+
+
+def run_mode(cfg, parsed):
+    """The measurement mode of a run: tcg (wall time), icount (instructions) or model
+    (cost-model cycles). A saved log says model by its BAREMM-MODEL line; icount vs tcg
+    then comes from the machine line's tsc_khz (icount shift=0 gives exactly 1 GHz)."""
+    if parsed.get("mode") == "model":
+        return "model"
+    if cfg is not None:
+        return "icount" if cfg.get("icount") else "tcg"
+    m = parsed.get("machine") or {}
+    return "icount" if m.get("tsc_khz") == 1000000 else "tcg" if m else None
 
 
 def _ktap_summary(k):
@@ -361,6 +418,7 @@ def record_from_log(path, name=None):
                 "truncated": parsed["truncated"], "errors": parsed["errors"],
                 "warnings": parsed["warnings"]},
         "machine": parsed["machine"], "end": parsed["end"], "ktap": parsed["ktap"],
-        "results": parsed["results"], "info": parsed["info"], "panics": parsed["panics"],
+        "mode": run_mode(None, parsed), "model": parsed["model"],
+        "results": parsed["results"], "icount_results": parsed["icount_results"], "info": parsed["info"], "panics": parsed["panics"],
         "option_errors": parsed["option_errors"], "kernel_errors": parsed["kernel_errors"],
     }, parsed

@@ -262,6 +262,8 @@ def case_of(metric):
 
 
 def unit_of(r, icount):
+    """The figure's unit: instructions under icount (the TSC counts them), else the unit
+    of its RESULT line (cycles, model_cycles ...)."""
     u = r.get("unit", "cycles")
     return "instructions" if icount and u == "cycles" else u
 
@@ -270,7 +272,7 @@ def cpus_str(n):
     return "1 CPU" if n == 1 else "%d CPUs" % n
 
 
-def decide(exp, groups, icount):
+def decide(exp, groups, icount, model=None):
     """The verdict of one experiment run. exp has .thread (Thread), .variant, .op (what
     one of our operations is), .explain (events quoted), .linux (LinuxCost or None),
     .linux_none (why there is none), .cost (the two values whose time difference is
@@ -319,16 +321,17 @@ def decide(exp, groups, icount):
                            "exact" if first["exact"] else
                            "CI %s..%s" % (pct_s(first["pct_lo"]), pct_s(first["pct_hi"])))
     return {"agree": agree, "ours": ours, "claims": claims_out, "linux": linux_out,
-            "text": prose(exp, groups, icount, agree, claims_out, linux_out)}
+            "text": prose(exp, groups, icount, agree, claims_out, linux_out, model)}
 
 
-def prose(exp, groups, icount, agree, claims_out, linux_out):
+def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
     th = exp.thread
     cpus = sorted({g[2] for g, _ in groups})
     out = ["The thread (%s) measured %s." % (
         th.workload, "; ".join(c.describe() for c in th.claims))]
     here = "Here one operation is %s, on %s, in %s" % (
         exp.op, " and ".join(cpus_str(n) for n in cpus),
+        "the cost model (profile %s, deterministic)" % model if model else
         "deterministic mode (icount: one cycle is one instruction)" if icount
         else "TCG wall time")
     if th.threads and cpus and max(cpus) != th.threads:
