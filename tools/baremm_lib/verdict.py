@@ -68,10 +68,10 @@ class Claim:
         return classify(p, p, self.min_effect_pct)
 
     def describe(self):
-        s = "%s %s -> %s %s (%+.1f%%" % (self.label, num(self.base), num(self.new),
-                                          self.unit, 100.0 * (self.new - self.base) / self.base)
+        s = "%s %s -> %s %s (%s" % (self.label, num(self.base), num(self.new), self.unit,
+                                     pct_s(100.0 * (self.new - self.base) / self.base))
         if self.throughput:
-            s += ", %+.1f%% time per operation" % self.pct()
+            s += ", %s time per operation" % pct_s(self.pct())
         return s + ")"
 
     def applies(self, icount):
@@ -240,11 +240,12 @@ def ev(r, name):
 
 
 def num(v):
+    """A figure as quoted: integers and values >= 100 whole, others to 6 digits."""
     if v is None:
         return "-"
     if abs(v) >= 100 or float(v).is_integer():
         return "%.0f" % v
-    return "%.4g" % v
+    return "%.6g" % v
 
 
 def fmt_count(v):
