@@ -1,5 +1,6 @@
 """tools/baremm experiment: definitions, reports and verdicts on recorded seed logs."""
 import io
+import json
 import os
 import shutil
 import sys
@@ -227,6 +228,17 @@ class CommandTest(unittest.TestCase):
         self.assertIn("Verdict (deterministic mode", out)
         self.assertTrue(any(f.startswith("experiment-001") for f in
                             os.listdir(os.path.join(self.tmp, "results"))))
+
+    def test_save_for_the_docs(self):
+        out_dir = os.path.join(self.tmp, "data")
+        rc, _ = self.run_cli(["experiment", "001", "--icount", "--no-build", "--save", out_dir])
+        self.assertEqual(rc, 0)
+        with open(os.path.join(out_dir, "seed-001-icount.json")) as f:
+            s = json.load(f)
+        self.assertEqual((s["id"], s["icount"]), ("001", True))
+        self.assertEqual(s["verdict"]["agree"], "agree")
+        self.assertEqual(len(s["results"]), 2)
+        self.assertEqual(ex.data_name("004", False), "seed-004-tcg.json")
 
     def test_unknown_id(self):
         rc, _ = self.run_cli(["experiment", "009"])
