@@ -221,7 +221,8 @@ EXPERIMENTS = {
         explain=("pt_free", "ptfree_bulk", "free_pcp"),
         # An mm's birth and death is Linux's fork+exit of a tiny process; each table
         # built by a read fault and freed by the teardown is one sparse_munmap table.
-        linux=V.LinuxCost((("fork_empty -", 1), ("sparse_munmap gib=1", "pt_alloc")),
+        linux=V.LinuxCost((("fork_empty -", 1),
+                           ("sparse_munmap gib=1,slot=0", "pt_alloc")),
                           "Linux: one fork+exit of a tiny process plus, per table page of "
                           "ours, one table built by a read fault and freed by munmap"),
         key_events=("pt_alloc", "pt_free", "ptfree_bulk", "free_pcp", "free_bulk",
@@ -262,7 +263,7 @@ EXPERIMENTS = {
         op="one fork (dup_mm, which copies every table) plus exit (mm_put) of a parent "
            "with a sparse region",
         explain=("pt_free", "ipi_sent", "free_bulk"),
-        linux=V.LinuxCost((("sparse_fork gib=16", "pt_alloc"),),
+        linux=V.LinuxCost((("sparse_fork gib=16,slot=0", "pt_alloc"),),
                           "Linux: one sparse_fork table (16 GiB region, fork+exit "
                           "amortised) per table page of ours"),
         # 16 GiB sparse = 8192 page tables per fork+exit: at this size both variants

@@ -344,11 +344,12 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
         where = " [%s]" % c["case"] if c["case"] else ""
         ci = "exact" if c["exact"] else "%d%% CI %s..%s" % (
             round(100 * CONFIDENCE), pct_s(c["pct_lo"]), pct_s(c["pct_hi"]))
+        label = c["claim"][:1].upper() + c["claim"][1:]
         out.append("%s%s, %s -> %s: the thread %s (%s), ours (means) %s -> %s %s = %s "
-                   "(%s; %s): %s." % (c["claim"][:1].upper() + c["claim"][1:], where, c["values"][0], c["values"][1],
-                            pct_s(c["thread_pct"]), c["thread_class"], num(c["base"]),
-                            num(c["new"]), c["unit"], pct_s(c["pct"]), ci, c["class"],
-                            c["verdict"]))
+                   "(%s; %s): %s." % (label, where, c["values"][0], c["values"][1],
+                                      pct_s(c["thread_pct"]), c["thread_class"],
+                                      num(c["base"]), num(c["new"]), c["unit"],
+                                      pct_s(c["pct"]), ci, c["class"], c["verdict"]))
     out.append("Rule: effects beyond ±%g%% count as up or down, inside as none; agree when "
                "ours is in the thread's class (docs/EXPERIMENTS.md)."
                % claims_out[0]["min_effect_pct"])
