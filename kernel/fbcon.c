@@ -5,11 +5,21 @@
 #include "arch/x86_64/serial.h"
 #include "mm/direct_map.h"
 
-DEFINE_OPTION_ENUM(opt_fbcon, "fbcon", 0,
-		   "mirror the console to the boot framebuffer: auto = only when no serial port "
-		   "answers, on = always (slow under QEMU TCG), off = never",
-		   "auto", "on", "off");
 enum { FBCON_AUTO, FBCON_ON, FBCON_OFF };
+static bool screen_ok;	/* a pixel framebuffer is mapped (fbcon_init, before options) */
+
+static const char *fbcon_unusable(u64 v, unsigned ncpus)
+{
+	(void)ncpus;
+	return v == FBCON_ON && !screen_ok ? "the boot loader handed over no pixel framebuffer "
+					     "(none, or EGA text mode)" : NULL;
+}
+
+DEFINE_OPTION_ENUM_HW(opt_fbcon, "fbcon", 0, fbcon_unusable,
+		      "mirror the console to the boot framebuffer: auto = only when no serial "
+		      "port answers, on = always (slow under QEMU TCG; refused without a pixel "
+		      "framebuffer), off = never",
+		      "auto", "on", "off");
 
 /* drawn for bytes outside printable ASCII */
 static const u8 glyph_unknown[FONT_H] = {
@@ -183,7 +193,7 @@ static struct fbcon screen;
 static u8 screen_text[SCREEN_MAX_CELLS];
 static phys_addr_t screen_pa;
 static u64 screen_bytes;
-static bool screen_ok, screen_cleared, screen_busy;
+static bool screen_cleared, screen_busy;
 
 void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type)
 {

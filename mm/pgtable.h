@@ -137,6 +137,10 @@ u64 pt_replace(u64 *slot, u64 val);
 /* Atomically clear @clear and set @set in a present leaf; returns the old entry. */
 u64 pt_modify(u64 *slot, u64 clear, u64 set);
 
+/* pt_scan= (variant): how copy and zap scan a last-level table. */
+enum { PT_SCAN_FULL, PT_SCAN_USED };
+extern int pt_scan;
+
 #define PT_MAP_HUGE 0x1u	/* use 2 MiB leaves where va, pa and length allow */
 
 /* Raw mapping of [va, va+len) to [pa, pa+len) with leaf @flags (_PAGE_PRESENT is added,

@@ -8,6 +8,9 @@
  *
  * Timing is rdtsc around the operations; under `-icount shift=0` one TSC tick is one
  * guest instruction, so the figures are instructions per operation and repeat exactly.
+ * The timed regions carry baremm's cost-model marks (arch/x86_64/costmodel.h, the same
+ * protocol as baremm's harness), so under the cost-model plugin every figure also comes
+ * out in model cycles (pf1_touch and sparse_fork_marginal excepted: nested or derived).
  *
  * Benchmarks (same shapes as baremm's bench/vm.c and bench/tlb.c):
  *   pf1                 8 MiB private anonymous: mmap, write one byte per 4 KiB page,
@@ -21,7 +24,9 @@
  *                       fork + exit + wait without the region (per fork), so
  *                       sparse_fork_marginal = (sparse - empty) / tables.
  *   sparse_munmap       mmap the region, one read per 2 MiB, munmap. op = one table page
- *                       (baremm vm.sparse_tables_munmap).
+ *                       (baremm vm.sparse_tables_munmap). Both sparse shapes run with the
+ *                       read at slot 0, slot 511 or spread over the slots of each 2 MiB
+ *                       (case slot=, baremm's vm_sparse_slot).
  *   zap_madvise/zap_munmap  N = 1, 32, 64 written pages zapped by madvise(MADV_DONTNEED)
  *                       or munmap, only the call timed (the re-mmap and re-touch are not).
  *                       remote=0: no second thread. remote=1: a second thread of the same
@@ -49,6 +54,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../arch/x86_64/costmodel.h"
+
 #define PAGE 4096UL
 #define PMD_SZ (2UL << 20)
 #define PUD_SZ (1UL << 30)
@@ -61,6 +68,29 @@ static inline uint64_t rdtsc(void)
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
 	return ((uint64_t)hi << 32) | lo;
 }
+
+/* A timed region: the model brackets exactly what the TSC figure times. */
+static inline uint64_t tstart(void)
+{
+	model_region_begin();
+	return rdtsc();
+}
+
+static inline uint64_t tstop(uint64_t t0)
+{
+	uint64_t t = rdtsc() - t0;
+	model_region_end();
+	return t;
+}
+
+/* End of one run (warm-up or measured) for the model: its operations, then the round. */
+static void run_done(uint64_t ops, int warmup)
+{
+	model_sample(ops);
+	model_round(0, warmup);
+}
+
+static int g_ncpus = 1;
 
 static void die(const char *fmt, ...)
 {
@@ -82,10 +112,20 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One result line: per-op values of every measured run, median/min/max. */
+/*
+ * One result line: per-op values of every measured run, median/min/max. With @model the
+ * cost model prints its figure for the same runs (key bench=lref.<name>; only for a
+ * figure whose runs were bracketed by tstart/tstop and closed by run_done).
+ */
 static void report(const char *name, const char *cas, const char *unit, double *v, int n,
-		   uint64_t ops_per_run)
+		   uint64_t ops_per_run, int model)
 {
+	if (model) {
+		char key[256];
+		int len = snprintf(key, sizeof(key), "bench=lref.%s variant=default cpus=%d case=%s "
+				   "metric=%s", name, g_ncpus, cas, unit);
+		model_figure(key, (unsigned long)len, 0);
+	}
 	double s[MAXRUNS];
 	memcpy(s, v, n * sizeof(double));
 	qsort(s, n, sizeof(double), cmp_d);
@@ -117,7 +157,7 @@ static void bench_pf1(void)
 	double all[MAXRUNS], touch[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t done = 0, tt = 0;
-		uint64_t t0 = rdtsc();
+		uint64_t t0 = tstart();
 		while (done < iters) {
 			uint64_t n = pages < iters - done ? pages : iters - done;
 			volatile char *a = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
@@ -132,22 +172,35 @@ static void bench_pf1(void)
 				die("pf1 munmap");
 			done += n;
 		}
-		uint64_t t = rdtsc() - t0;
+		uint64_t t = tstop(t0);
+		run_done(done, r < 0);
 		if (r >= 0) {
 			all[r] = (double)t / done;
 			touch[r] = (double)tt / done;
 		}
 	}
-	report("pf1", "8MiB", "per_fault", all, g_runs, iters);
-	report("pf1_touch", "8MiB", "per_fault", touch, g_runs, iters);
+	report("pf1", "8MiB", "per_fault", all, g_runs, iters, 1);
+	report("pf1_touch", "8MiB", "per_fault", touch, g_runs, iters, 0);
 }
 
 /* ---- page-table build + teardown (vm.sparse_tables, vm.sparse_tables_munmap) ---- */
 
-static void sparse_read(volatile char *a, uint64_t len)
+/* Which 4 KiB slot of each 2 MiB is touched (baremm's vm_sparse_slot): 0, 511, or
+ * spread = slot (i * 97) mod 512 for the i-th 2 MiB, every slot once per GiB. */
+enum { SLOT_0, SLOT_511, SLOT_SPREAD };
+static const char *const slot_name[] = { "0", "511", "spread" };
+
+static uint64_t slot_off(int mode, uint64_t i)
 {
-	for (uint64_t off = 0; off < len; off += PMD_SZ)
-		if (a[off] != 0)
+	uint64_t slot = mode == SLOT_0 ? 0 : mode == SLOT_511 ? 511 : (i * 97) % 512;
+	return slot * PAGE;
+}
+
+/* One read per 2 MiB at the mode's slot, from the @first-th 2 MiB on. */
+static void sparse_read(volatile char *a, uint64_t len, int mode, uint64_t first)
+{
+	for (uint64_t i = first; i * PMD_SZ < len; i++)
+		if (a[i * PMD_SZ + slot_off(mode, i)] != 0)
 			die("sparse region not zero");
 }
 
@@ -162,7 +215,7 @@ static volatile char *sparse_map(uint64_t len)
 
 static uint64_t fork_exit_wait(void)
 {
-	uint64_t t0 = rdtsc();
+	uint64_t t0 = tstart();
 	pid_t p = fork();
 	if (p < 0)
 		die("fork");
@@ -171,7 +224,7 @@ static uint64_t fork_exit_wait(void)
 	int st;
 	if (waitpid(p, &st, 0) != p)
 		die("waitpid");
-	return rdtsc() - t0;
+	return tstop(t0);
 }
 
 static double bench_fork_empty(void)
@@ -179,59 +232,63 @@ static double bench_fork_empty(void)
 	double v[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t t = fork_exit_wait();
+		run_done(1, r < 0);
 		if (r >= 0)
 			v[r] = (double)t;
 	}
-	report("fork_empty", "-", "per_fork", v, g_runs, 1);
+	report("fork_empty", "-", "per_fork", v, g_runs, 1, 1);
 	double s[MAXRUNS];
 	memcpy(s, v, sizeof(double) * g_runs);
 	qsort(s, g_runs, sizeof(double), cmp_d);
 	return g_runs % 2 ? s[g_runs / 2] : (s[g_runs / 2 - 1] + s[g_runs / 2]) / 2;
 }
 
-static void bench_sparse_fork(uint64_t gib, double empty)
+static void bench_sparse_fork(uint64_t gib, int mode, double empty)
 {
 	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
 	volatile char *a = sparse_map(len);
 	/*
 	 * fork copies the page tables of an anonymous VMA only if it has an anon_vma, which a
-	 * read fault (zero page) never creates: one write to the first page gives it one.
+	 * read fault (zero page) never creates: one write to the first 2 MiB's page gives it
+	 * one.
 	 */
-	a[0] = 1;
-	sparse_read(a + PMD_SZ, len - PMD_SZ);
+	a[slot_off(mode, 0)] = 1;
+	sparse_read(a, len, mode, 1);
 	double v[MAXRUNS], m[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t t = fork_exit_wait();
+		run_done(tables, r < 0);
 		if (r >= 0) {
 			v[r] = (double)t / tables;
 			m[r] = ((double)t - empty) / tables;
 		}
 	}
 	char cas[32];
-	snprintf(cas, sizeof(cas), "gib=%llu", (unsigned long long)gib);
-	report("sparse_fork", cas, "per_table", v, g_runs, tables);
-	report("sparse_fork_marginal", cas, "per_table", m, g_runs, tables);
+	snprintf(cas, sizeof(cas), "gib=%llu,slot=%s", (unsigned long long)gib, slot_name[mode]);
+	report("sparse_fork", cas, "per_table", v, g_runs, tables, 1);
+	report("sparse_fork_marginal", cas, "per_table", m, g_runs, tables, 0);
 	if (munmap((void *)a, len))
 		die("sparse munmap");
 }
 
-static void bench_sparse_munmap(uint64_t gib)
+static void bench_sparse_munmap(uint64_t gib, int mode)
 {
 	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
 	double v[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
-		uint64_t t0 = rdtsc();
+		uint64_t t0 = tstart();
 		volatile char *a = sparse_map(len);
-		sparse_read(a, len);
+		sparse_read(a, len, mode, 0);
 		if (munmap((void *)a, len))
 			die("sparse munmap");
-		uint64_t t = rdtsc() - t0;
+		uint64_t t = tstop(t0);
+		run_done(tables, r < 0);
 		if (r >= 0)
 			v[r] = (double)t / tables;
 	}
 	char cas[32];
-	snprintf(cas, sizeof(cas), "gib=%llu", (unsigned long long)gib);
-	report("sparse_munmap", cas, "per_table", v, g_runs, tables);
+	snprintf(cas, sizeof(cas), "gib=%llu,slot=%s", (unsigned long long)gib, slot_name[mode]);
+	report("sparse_munmap", cas, "per_table", v, g_runs, tables, 1);
 }
 
 /* ---- zap with or without a shootdown ---- */
@@ -289,16 +346,17 @@ static void zap_cases(const char *tag, int iters)
 			for (int i = 0; i < iters; i++) {
 				for (uint64_t p = 0; p < n; p++)
 					a[p * PAGE] = 1;
-				uint64_t t0 = rdtsc();
+				uint64_t t0 = tstart();
 				if (madvise((void *)a, n * PAGE, MADV_DONTNEED))
 					die("madvise");
-				t += rdtsc() - t0;
+				t += tstop(t0);
 			}
+			run_done((uint64_t)iters, r < 0);
 			if (r >= 0)
 				v[r] = (double)t / iters;
 		}
 		munmap((void *)a, 64 * PAGE);
-		report("zap_madvise", cas, "per_call", v, g_runs, iters);
+		report("zap_madvise", cas, "per_call", v, g_runs, iters, 1);
 		/* munmap: the VMA goes too (the mmap and the touch are not timed) */
 		for (int r = -g_warmup; r < g_runs; r++) {
 			uint64_t t = 0;
@@ -306,15 +364,16 @@ static void zap_cases(const char *tag, int iters)
 				volatile char *b = zap_map(n);
 				for (uint64_t p = 0; p < n; p++)
 					b[p * PAGE] = 1;
-				uint64_t t0 = rdtsc();
+				uint64_t t0 = tstart();
 				if (munmap((void *)b, n * PAGE))
 					die("munmap");
-				t += rdtsc() - t0;
+				t += tstop(t0);
 			}
+			run_done((uint64_t)iters, r < 0);
 			if (r >= 0)
 				v[r] = (double)t / iters;
 		}
-		report("zap_munmap", cas, "per_call", v, g_runs, iters);
+		report("zap_munmap", cas, "per_call", v, g_runs, iters, 1);
 	}
 }
 
@@ -416,6 +475,8 @@ int main(int argc, char **argv)
 	/* belt and braces with transparent_hugepage=never: no huge pages in this process */
 	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	int ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	g_ncpus = ncpus;
+	model_hello();	/* under the cost model: the plugin states its profile */
 	const char *only = getenv("lref_only"); /* kernel cmdline lref_only=pf|sparse|zap */
 	const char *runs = getenv("lref_runs");
 	if (runs && atoi(runs) > 0 && atoi(runs) <= MAXRUNS)
@@ -427,10 +488,12 @@ int main(int argc, char **argv)
 		bench_pf1();
 	if (!only || !strcmp(only, "sparse")) {
 		double empty = bench_fork_empty();
-		bench_sparse_fork(1, empty);
-		bench_sparse_fork(16, empty);
-		bench_sparse_munmap(1);
-		bench_sparse_munmap(16);
+		for (int mode = SLOT_0; mode <= SLOT_SPREAD; mode++) {
+			bench_sparse_fork(1, mode, empty);
+			bench_sparse_fork(16, mode, empty);
+			bench_sparse_munmap(1, mode);
+			bench_sparse_munmap(16, mode);
+		}
 	}
 	if (!only || !strcmp(only, "zap"))
 		bench_zap(ncpus, 100);

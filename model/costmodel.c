@@ -1,0 +1,1033 @@
+/*
+ * baremm's cycle-cost model, a QEMU TCG plugin (docs/COSTMODEL.md).
+ *
+ *   qemu-system-x86_64 ... -icount shift=0,sleep=off,align=off \
+ *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH]
+ *
+ * Per vCPU: clock = instructions x base_cpi + penalties. Instructions and fixed penalties
+ * (atomics, serialising instructions, IRET, ...) are summed per translation block at
+ * translation time and added by one callback per executed block (QEMU 10.0's inline
+ * per-vCPU counters cannot be used: see tb_trans_cb); every memory access goes through a
+ * callback that prices the TLB lookup (with a page walk through the caches on a miss) and
+ * the cache access. Guest marker instructions (nopl 0x4d4dCCCC(%rax)) bracket timed regions and
+ * make the plugin print BAREMM-RESULT lines in model cycles.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "model/qemu_plugin_api.h"
+#include "model/model.h"
+
+QPAPI_EXPORT int qemu_plugin_version = BAREMM_QEMU_PLUGIN_VERSION;
+
+/* ---- events ---- */
+
+enum {
+	EV_L1D_MISS, EV_L2_MISS, EV_LLC_MISS, EV_DTLB_MISS, EV_STLB_MISS, EV_WALK, EV_WALK_CYCLES,
+	EV_ATOMIC, EV_SERIALISE, EV_IRET, EV_REP_LINES, EV_WALK_FAIL, EV_COH_INVAL, EV_INVLPG,
+	EV_CR3_WRITE, EV_TLB_FLUSH_ALL, EV_FENCE, EV_PAUSE, EV_HLT, EV_IO, EV_MEM_ACCESS,
+	NR_MEV
+};
+static const char *const ev_names[NR_MEV] = {
+	"l1d_miss", "l2_miss", "llc_miss", "dtlb_miss", "stlb_miss", "walk", "walk_cycles",
+	"atomic", "serialise", "iret", "rep_lines", "walk_fail", "coh_inval", "invlpg",
+	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
+};
+
+/* What one translation block (or the tail of one after a marker) adds when it runs. */
+struct tb_counts {
+	u32 insns;		/* instructions, rep string instructions excluded */
+	u32 evmask;		/* events with a nonzero count below */
+	u64 pen;		/* fixed penalties, cycles */
+	u16 ev[NR_MEV];
+};
+
+struct marker {
+	u16 cmd;
+	struct tb_counts tail;	/* the block's instructions after the marker */
+};
+
+#define MAX_RUNS 1000
+#define MAX_VARIANTS 4
+
+/* Everything else a vCPU owns; touched only from that vCPU's callbacks. */
+struct vcpu {
+	bool live;
+	u64 insns;		/* instructions, rep string instructions excluded */
+	u64 pen;		/* fixed penalties, cycles */
+	struct cache l1, l2;
+	struct hierarchy h;
+	struct tlb tlb;
+	u64 cyc;		/* memory cycles */
+	u64 rep_execs;		/* rep string instructions (each counted once) */
+	u64 ev[NR_MEV];
+	u64 last_line;		/* most recent line of the plain path: the L1's MRU line */
+	u64 inval_line, inval_epoch;	/* last line this CPU's store invalidated elsewhere */
+	u64 last_page4k;	/* most recent page translated: the L1 dTLB's MRU entry */
+	u64 last_page2m;	/* ... and its 2 MiB page when that entry is a 2 MiB one */
+	/* QEMU's translations of recent pages (virtual page -> physical page | is_io), kept
+	 * like a TLB: emptied by every CR0/CR3/CR4 write, INVLPG and INVPCID, used only
+	 * with paging on. Saves asking QEMU for the physical address of every access. */
+	u64 pac_v[64], pac_p[64];
+	/* rep string state */
+	const void *rep_insn;
+	u64 rep_mark;
+	struct rep_filter rep;
+	/* paging state */
+	bool cr3_known, cr4_known, cr0_known;
+	u64 cr3, cr4, cr0;
+	bool paging;		/* CR0.PG and CR4.PAE: 4-level translation is modelled */
+	/* timed regions */
+	bool in_region;
+	u64 r_clock, r_ev[NR_MEV];
+	u64 acc_clock, acc_ev[NR_MEV];
+};
+
+struct variant_acc {
+	unsigned nruns;
+	u64 runs[MAX_RUNS];
+	u64 ev[NR_MEV];
+	u64 ops;
+};
+
+static struct profile P;
+static struct cache llc;
+static struct vcpu *vcpus;
+static unsigned max_vcpus;
+static u64 physmap = 0xffff888000000000ull;
+static int out_fd = 1;
+static int api_cur;
+static bool hello_done;
+static GByteArray *regbuf, *membuf;
+/* register handles, looked up once (x86_64 gdb names) */
+static struct qemu_plugin_register *reg_gpr[16], *reg_cr0, *reg_cr3, *reg_cr4, *reg_fs_base, *reg_gs_base,
+	*reg_k_gs_base;
+static const char *const gpr_names[16] = {
+	"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
+};
+/* the round being collected and the runs per variant */
+static u64 round_sum, round_n, round_ev[NR_MEV], round_ops;
+static struct variant_acc variants[MAX_VARIANTS];
+
+/* ---- output ---- */
+
+static void out_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out_line(const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	const char *p = buf;
+	while (n > 0) {	/* one write for the whole line; loop only on a short write */
+		ssize_t w = write(out_fd, p, (size_t)n);
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (int)w;
+	}
+}
+
+static int fx(char *b, size_t l, u64 x100)
+{
+	return snprintf(b, l, "%llu.%02llu", (unsigned long long)(x100 / 100), (unsigned long long)(x100 % 100));
+}
+
+/* ---- registers and memory ---- */
+
+static bool read_reg(struct qemu_plugin_register *r, u64 *v)
+{
+	if (!r)
+		return false;
+	regbuf->len = 0;	/* empty it (what g_byte_array_set_size(.., 0) does) */
+	int n = qemu_plugin_read_register(r, regbuf);
+	if (n <= 0 || regbuf->len < (unsigned)n)
+		return false;
+	u64 x = 0;
+	memcpy(&x, regbuf->data, n < 8 ? (size_t)n : 8);	/* x86: little endian */
+	*v = x;
+	return true;
+}
+
+static bool read_guest(u64 va, void *dst, size_t len)
+{
+	if (!qemu_plugin_read_memory_vaddr(va, membuf, len) || membuf->len < len)
+		return false;
+	memcpy(dst, membuf->data, len);
+	return true;
+}
+
+/* ---- which vCPU is running ----
+ *
+ * Under round-robin TCG with several vCPUs (always the case with -icount), QEMU 10.0
+ * passes callbacks the index of the vCPU that *translated* the block, and blocks are
+ * shared: vCPU 1 running code first translated by vCPU 0 is reported as vCPU 0. So with
+ * more than one vCPU the model identifies the running CPU itself, at the start of every
+ * block (vCPUs only switch between blocks): by its per-CPU kernel GS base (gs_base in
+ * the kernel, k_gs_base while a Linux CPU is in user mode), which baremm and Linux set
+ * to a distinct per-CPU area on every CPU. The first block seen with a new base claims
+ * the slot QEMU named if that slot is still free, else the lowest free one; with CPUs
+ * brought up in order (baremm, Linux) slots match logical CPU numbers. Before a CPU has
+ * set its GS base (firmware, early boot), QEMU's index is used.
+ */
+static bool multi;		/* more than one vCPU: identify the running one */
+static unsigned running;	/* slot of the running vCPU (multi) */
+static u64 switches;		/* times the running slot changed */
+static u64 last_gs = ~0ull;
+static unsigned last_slot;
+static u64 slot_gs[256];	/* per slot: its kernel GS base, 0 = unclaimed */
+
+static unsigned identify(unsigned hint)
+{
+	u64 g;
+	if (!read_reg(reg_gs_base, &g))
+		return hint;
+	if (!(g >> 63) && (!read_reg(reg_k_gs_base, &g) || !(g >> 63)))
+		return hint;	/* no per-CPU kernel base yet */
+	if (g == last_gs)
+		return last_slot;
+	unsigned slot = max_vcpus;
+	for (unsigned i = 0; i < max_vcpus && i < 256; i++)
+		if (slot_gs[i] == g) {
+			slot = i;
+			break;
+		}
+	if (slot == max_vcpus) {
+		if (hint < max_vcpus && hint < 256 && !slot_gs[hint])
+			slot = hint;
+		else
+			for (unsigned i = 0; i < max_vcpus && i < 256; i++)
+				if (!slot_gs[i]) {
+					slot = i;
+					break;
+				}
+		if (slot == max_vcpus)
+			return hint;	/* more bases than CPUs: a kernel changed one; keep QEMU's */
+		slot_gs[slot] = g;
+	}
+	last_gs = g;
+	last_slot = slot;
+	return slot;
+}
+
+/* The slot a callback's work belongs to. */
+static inline unsigned cur(unsigned vi)
+{
+	return multi ? running : vi;
+}
+
+/* ---- the clock ---- */
+
+static void tb_exec_cb(unsigned vi, void *ud)
+{
+	const struct tb_counts *c = ud;
+	if (multi) {
+		unsigned r = identify(vi);
+		if (r != running) {
+			running = r;
+			switches++;
+		}
+		vi = r;
+	}
+	struct vcpu *v = &vcpus[vi];
+	v->insns += c->insns;
+	v->pen += c->pen;
+	for (u32 m = c->evmask; m; m &= m - 1) {
+		int e = __builtin_ctz(m);
+		v->ev[e] += c->ev[e];
+	}
+}
+
+/* The clock x100, less what the rest of the running block (tail) has already added. */
+static u64 clock_of(unsigned vi, const struct tb_counts *tail)
+{
+	struct vcpu *v = &vcpus[vi];
+	u64 insns = v->insns + v->rep_execs, pen = v->pen;
+	if (tail) {
+		insns -= tail->insns;
+		pen -= tail->pen;
+	}
+	return insns * P.base_cpi_x100 + (pen + v->cyc) * 100;
+}
+
+static void events_of(unsigned vi, u64 ev[NR_MEV], const struct tb_counts *tail)
+{
+	for (int e = 0; e < NR_MEV; e++)
+		ev[e] = vcpus[vi].ev[e] - (tail ? tail->ev[e] : 0);
+}
+
+/* ---- memory accesses ---- */
+
+static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access);
+
+/* A page walk from CR3; its loads go through this CPU's caches. */
+static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, bool *ok)
+{
+	u64 cost = P.walk_overhead;
+	*is_2m = false;
+	*global = false;
+	*ok = false;
+	v->ev[EV_WALK]++;
+	if (!v->cr3_known) {
+		v->ev[EV_WALK_FAIL]++;
+		cost += 4 * P.mem_lat;
+		v->ev[EV_WALK_CYCLES] += cost;
+		return cost;
+	}
+	u64 table = v->cr3 & 0x000ffffffffff000ull;
+	for (int level = 4; level >= 1; level--) {
+		u64 pa = table + (((va >> (12 + 9 * (level - 1))) & 511) << 3);
+		u64 e;
+		if (!read_guest(physmap + pa, &e, 8)) {
+			v->ev[EV_WALK_FAIL]++;
+			cost += (u64)level * P.mem_lat;
+			break;
+		}
+		cost += data_line(v, vi, pa >> LINE_SHIFT, false, false);
+		if (!(e & 1))
+			break;	/* not present: the access faulted, nothing to install */
+		if (level == 1 || (level <= 3 && (e & 0x80))) {
+			*is_2m = level >= 2;
+			*global = (e & 0x100) && (!v->cr4_known || (v->cr4 & 0x80));
+			*ok = true;
+			break;
+		}
+		table = e & 0x000ffffffffff000ull;
+	}
+	v->ev[EV_WALK_CYCLES] += cost;
+	return cost;
+}
+
+static u64 translate(struct vcpu *v, unsigned vi, u64 va)
+{
+	if (!v->paging)
+		return 0;	/* no paging: nothing to translate */
+	u64 page = va >> 12;
+	if (page == v->last_page4k || (va >> 21) == v->last_page2m)
+		return 0;	/* the L1 dTLB's MRU entry: a hit that changes no LRU order */
+	int r = tlb_lookup(&v->tlb, va);
+	u64 cost = 0;
+	if (r != TLB_L1_HIT) {
+		v->ev[EV_DTLB_MISS]++;
+		cost += P.stlb_lat;
+		if (r == TLB_MISS) {
+			bool is_2m, global, ok;
+			v->ev[EV_STLB_MISS]++;
+			cost += walk(v, vi, va, &is_2m, &global, &ok);
+			/* a failed walk still installs a (4 KiB, non-global) entry: the
+			 * access happened, so the CPU did translate it */
+			tlb_fill(&v->tlb, va, ok && is_2m, ok && global);
+		}
+	}
+	v->last_page4k = page;
+	v->last_page2m = r == TLB_L1_HIT && v->tlb.last_2m ? va >> 21 : ~0ull;
+	return cost;
+}
+
+/* The cache part of one access; a store invalidates the line in the other CPUs' private
+ * caches (write-invalidate coherence). Returns cycles. */
+static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access)
+{
+	if (count_access)
+		v->ev[EV_MEM_ACCESS]++;
+	/* no other CPU ran since this CPU's store to the same line: nobody can have it */
+	if (store && multi && (line != v->inval_line || switches != v->inval_epoch)) {
+		v->inval_line = line;
+		v->inval_epoch = switches;
+		for (unsigned o = 0; o < max_vcpus; o++) {
+			struct vcpu *w = &vcpus[o];
+			if (o == vi || !w->live)
+				continue;
+			bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
+			if (a || b) {
+				v->ev[EV_COH_INVAL]++;
+				if (w->last_line == line)
+					w->last_line = ~0ull;
+			}
+		}
+	}
+	if (line == v->last_line)
+		return P.l1d_lat;
+	int lvl = hier_access(&v->h, line);
+	v->last_line = line;
+	switch (lvl) {
+	case LVL_L1:
+		return P.l1d_lat;
+	case LVL_L2:
+		v->ev[EV_L1D_MISS]++;
+		return P.l2_lat;
+	case LVL_LLC:
+		v->ev[EV_L1D_MISS]++;
+		v->ev[EV_L2_MISS]++;
+		return P.llc_lat;
+	default:
+		v->ev[EV_L1D_MISS]++;
+		v->ev[EV_L2_MISS]++;
+		v->ev[EV_LLC_MISS]++;
+		return P.mem_lat;
+	}
+}
+
+static void pac_flush(struct vcpu *v)
+{
+	memset(v->pac_v, 0xff, sizeof(v->pac_v));
+}
+
+/* The physical address of an access; false for I/O (MMIO) */
+static inline bool phys_of(struct vcpu *v, qemu_plugin_meminfo_t info, u64 va, u64 *pa)
+{
+	u64 key = va >> 12;
+	unsigned i = key & 63;
+	if (v->paging && v->pac_v[i] == key) {
+		u64 e = v->pac_p[i];
+		*pa = (e & ~0xfffull) | (va & 0xfff);
+		return !(e & 1);
+	}
+	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, va);
+	if (!h)
+		return false;
+	bool io = qemu_plugin_hwaddr_is_io(h);
+	*pa = qemu_plugin_hwaddr_phys_addr(h);
+	if (v->paging) {
+		v->pac_v[i] = key;
+		v->pac_p[i] = (*pa & ~0xfffull) | io;
+	}
+	return !io;
+}
+
+static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
+{
+	(void)ud;
+	vi = cur(vi);
+	struct vcpu *v = &vcpus[vi];
+	u64 pa;
+	if (!phys_of(v, info, va, &pa)) {
+		v->ev[EV_IO]++;
+		v->cyc += P.mem_lat;
+		return;
+	}
+	u64 c = translate(v, vi, va);
+	c += data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
+	v->cyc += c;
+}
+
+/* A rep string instruction: counted once per execution (QEMU may run its exec callback
+ * once per iteration: iterations leave the inline instruction counter unchanged, any other
+ * instruction in between moves it). */
+static void rep_exec_cb(unsigned vi, void *ud)
+{
+	vi = cur(vi);
+	struct vcpu *v = &vcpus[vi];
+	u64 n = v->insns;
+	if (v->rep_insn != ud || v->rep_mark != n) {
+		v->rep_insn = ud;
+		v->rep_mark = n;
+		v->rep_execs++;
+		rep_filter_reset(&v->rep);
+	}
+}
+
+/* A rep string access: priced per distinct cache line, not per iteration (the filter in
+ * model.h). */
+static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
+{
+	(void)ud;
+	vi = cur(vi);
+	struct vcpu *v = &vcpus[vi];
+	u64 pa;
+	if (!phys_of(v, info, va, &pa)) {
+		v->ev[EV_IO]++;
+		v->cyc += P.mem_lat;
+		return;
+	}
+	u64 line = pa >> LINE_SHIFT;
+	if (!rep_filter_new(&v->rep, line))
+		return;
+	v->ev[EV_REP_LINES]++;
+	u64 c = translate(v, vi, va);
+	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true);
+	c += P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
+	v->cyc += c;
+}
+
+/* ---- TLB-changing instructions (callbacks with register access) ---- */
+
+struct tlb_insn {
+	struct insn_info info;
+	u64 va;
+};
+
+static void update_paging(struct vcpu *v)
+{
+	bool on = v->cr0_known && (v->cr0 & (1ull << 31)) && v->cr4_known && (v->cr4 & (1ull << 5));
+	if (on != v->paging) {
+		tlb_flush(&v->tlb, false);
+		pac_flush(v);
+		v->last_page4k = v->last_page2m = ~0ull;
+	}
+	v->paging = on;
+}
+
+static void refresh_paging(struct vcpu *v)
+{
+	u64 x;
+	if (read_reg(reg_cr0, &x)) {
+		v->cr0 = x;
+		v->cr0_known = true;
+	}
+	if (read_reg(reg_cr3, &x)) {
+		v->cr3 = x;
+		v->cr3_known = true;
+	}
+	if (read_reg(reg_cr4, &x)) {
+		v->cr4 = x;
+		v->cr4_known = true;
+	}
+	update_paging(v);
+}
+
+static void tlb_insn_cb(unsigned vi, void *ud)
+{
+	struct tlb_insn *ti = ud;
+	vi = cur(vi);
+	struct vcpu *v = &vcpus[vi];
+	refresh_paging(v);	/* the values before this instruction */
+	pac_flush(v);
+	if (ti->info.kind == INSN_MOV_CR) {
+		u64 nv;
+		if (ti->info.gpr < 0 || !read_reg(reg_gpr[ti->info.gpr], &nv))
+			return;
+		if (ti->info.cr == 3) {
+			v->ev[EV_CR3_WRITE]++;
+			bool noflush = v->cr4_known && (v->cr4 & (1ull << 17)) && (nv >> 63);
+			if (!noflush)
+				tlb_flush(&v->tlb, true);
+			v->cr3 = nv & ~(1ull << 63);
+			v->cr3_known = true;
+		} else if (ti->info.cr == 4) {
+			u64 old = v->cr4;
+			if (!v->cr4_known || ((old ^ nv) & 0x80) || ((old ^ nv) & (1ull << 17))) {
+				v->ev[EV_TLB_FLUSH_ALL]++;
+				tlb_flush(&v->tlb, false);
+			}
+			v->cr4 = nv;
+			v->cr4_known = true;
+		} else if (ti->info.cr == 0) {
+			v->cr0 = nv;
+			v->cr0_known = true;
+		}
+		update_paging(v);
+		v->last_page4k = v->last_page2m = ~0ull;
+		return;
+	}
+	if ((ti->info.kind == INSN_INVLPG || ti->info.kind == INSN_INVPCID) && ti->info.has_mem) {
+		u64 regs[16] = { 0 }, fs = 0, gs = 0;
+		const struct mem_operand *m = &ti->info.mem;
+		if (m->base >= 0 && !read_reg(reg_gpr[m->base], &regs[m->base]))
+			return;
+		if (m->index >= 0 && !read_reg(reg_gpr[m->index], &regs[m->index]))
+			return;
+		if (m->seg == SEG_FS)
+			read_reg(reg_fs_base, &fs);
+		if (m->seg == SEG_GS)
+			read_reg(reg_gs_base, &gs);
+		u64 a = mem_operand_addr(m, regs, ti->va, ti->info.len, fs, gs);
+		v->last_page4k = v->last_page2m = ~0ull;
+		if (ti->info.kind == INSN_INVLPG) {
+			tlb_invlpg(&v->tlb, a);
+			return;
+		}
+		/* INVPCID (PCIDs are not modelled: every type acts on the one address space) */
+		u64 type, desc[2];
+		if (ti->info.gpr < 0 || !read_reg(reg_gpr[ti->info.gpr], &type))
+			return;
+		if (type == 0) {
+			if (read_guest(a, desc, sizeof(desc)))
+				tlb_invlpg(&v->tlb, desc[1]);
+			else
+				tlb_flush(&v->tlb, true);
+		} else {
+			tlb_flush(&v->tlb, type != 2);
+			if (type == 2)
+				v->ev[EV_TLB_FLUSH_ALL]++;
+		}
+	}
+}
+
+/* ---- the guest protocol ---- */
+
+enum { CMD_REGION_BEGIN = 1, CMD_REGION_END, CMD_SAMPLE, CMD_ROUND, CMD_FIGURE, CMD_HELLO };
+
+static void stats_and_print(const char *key, unsigned vidx)
+{
+	struct variant_acc *va = &variants[vidx];
+	unsigned n = va->nruns;
+	u64 tmp[MAX_RUNS];
+	memcpy(tmp, va->runs, n * sizeof(u64));
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
+			u64 t = tmp[j];
+			tmp[j] = tmp[j - 1];
+			tmp[j - 1] = t;
+		}
+	u64 mn = tmp[0], mx = tmp[n - 1];
+	u64 med = n & 1 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+	u64 sum = 0;
+	for (unsigned i = 0; i < n; i++)
+		sum += va->runs[i];
+	u64 mean = sum / n;
+	/* sample stddev in integers, as the guest's harness computes it */
+	u64 scale = 1;
+	while (mx / scale > (1ull << 31))
+		scale *= 2;
+	u64 m = mean / scale, acc = 0;
+	for (unsigned i = 0; i < n; i++) {
+		u64 x = va->runs[i] / scale, d = x > m ? x - m : m - x;
+		acc += d * d;
+	}
+	u64 sd = 0;
+	if (n > 1) {
+		u64 x = acc / (n - 1), r = 0, bit = 1ull << 62;
+		while (bit > x)
+			bit >>= 2;
+		while (bit) {
+			if (x >= r + bit) {
+				x -= r + bit;
+				r = (r >> 1) + bit;
+			} else {
+				r >>= 1;
+			}
+			bit >>= 2;
+		}
+		sd = r * scale;
+	}
+	u64 psd = mean ? sd * 10000 / mean : 0;
+	u64 ns = med * 100 / P.ghz_x100;
+	char b[7][32];
+	fx(b[0], 32, med), fx(b[1], 32, mean), fx(b[2], 32, sd), fx(b[3], 32, psd);
+	fx(b[4], 32, mn), fx(b[5], 32, mx), fx(b[6], 32, ns);
+	char line[4096];
+	int len = snprintf(line, sizeof(line),
+			   "BAREMM-RESULT %s unit=model_cycles runs=%u median=%s mean=%s stddev=%s pstddev=%s "
+			   "min=%s max=%s median_ns=%s ops=%llu",
+			   key, n, b[0], b[1], b[2], b[3], b[4], b[5], b[6], (unsigned long long)(va->ops / n));
+	u64 ops = va->ops ? va->ops : 1;
+	for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 64; e++) {
+		u64 x = va->ev[e] * 10000 / ops;
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu.%04llu", ev_names[e],
+				(unsigned long long)(x / 10000), (unsigned long long)(x % 10000));
+	}
+	out_line("%s", line);
+	len = snprintf(line, sizeof(line), "BAREMM-SAMPLES %s values=", key);
+	for (unsigned r = 0; r < n && len < (int)sizeof(line) - 32; r++) {
+		len += snprintf(line + len, sizeof(line) - (size_t)len, "%s", r ? "," : "");
+		len += fx(line + len, sizeof(line) - (size_t)len, va->runs[r]);
+	}
+	out_line("%s", line);
+}
+
+static void hello(void)
+{
+	if (hello_done)
+		return;
+	hello_done = true;
+	char d[2048];
+	profile_describe(&P, d, sizeof(d));
+	out_line("BAREMM-MODEL %s plugin_api=%d physmap=0x%llx", d, api_cur, (unsigned long long)physmap);
+}
+
+static void marker_cb(unsigned vi, void *ud)
+{
+	const struct marker *mk = ud;
+	unsigned cmd = mk->cmd;
+	const struct tb_counts *tail = &mk->tail;
+	vi = cur(vi);
+	struct vcpu *v = &vcpus[vi];
+	u64 a0 = 0, a1 = 0, a2 = 0, ev[NR_MEV];
+	switch (cmd) {
+	case CMD_REGION_BEGIN:
+		v->in_region = true;
+		v->r_clock = clock_of(vi, tail);
+		events_of(vi, v->r_ev, tail);
+		return;
+	case CMD_REGION_END:
+		if (!v->in_region) {
+			out_line("BAREMM-MODEL-ERROR vcpu=%u reason=region_end_without_begin", vi);
+			return;
+		}
+		v->in_region = false;
+		v->acc_clock += clock_of(vi, tail) - v->r_clock;
+		events_of(vi, ev, tail);
+		for (int e = 0; e < NR_MEV; e++)
+			v->acc_ev[e] += ev[e] - v->r_ev[e];
+		return;
+	case CMD_SAMPLE: {
+		if (!read_reg(reg_gpr[7], &a0)) {
+			out_line("BAREMM-MODEL-ERROR vcpu=%u reason=cannot_read_registers", vi);
+			return;
+		}
+		u64 ops = a0 ? a0 : 1;
+		round_sum += v->acc_clock / ops;	/* clock is x100: per-op cost x100 */
+		round_n++;
+		round_ops += a0;
+		for (int e = 0; e < NR_MEV; e++) {
+			round_ev[e] += v->acc_ev[e];
+			v->acc_ev[e] = 0;
+		}
+		v->acc_clock = 0;
+		return;
+	}
+	case CMD_ROUND:
+		if (!read_reg(reg_gpr[7], &a0) || !read_reg(reg_gpr[6], &a1)) {
+			out_line("BAREMM-MODEL-ERROR vcpu=%u reason=cannot_read_registers", vi);
+			return;
+		}
+		if (a0 >= MAX_VARIANTS) {
+			out_line("BAREMM-MODEL-ERROR vcpu=%u reason=bad_variant variant=%llu", vi, (unsigned long long)a0);
+		} else if (!round_n) {
+			out_line("BAREMM-MODEL-ERROR vcpu=%u reason=round_without_sample variant=%llu", vi,
+				 (unsigned long long)a0);
+		} else if (!a1) {
+			struct variant_acc *va = &variants[a0];
+			if (va->nruns < MAX_RUNS)
+				va->runs[va->nruns++] = round_sum / round_n;
+			va->ops += round_ops;
+			for (int e = 0; e < NR_MEV; e++)
+				va->ev[e] += round_ev[e];
+		}
+		round_sum = round_n = round_ops = 0;
+		memset(round_ev, 0, sizeof(round_ev));
+		return;
+	case CMD_FIGURE: {
+		if (!read_reg(reg_gpr[7], &a0) || !read_reg(reg_gpr[6], &a1) || !read_reg(reg_gpr[2], &a2)) {
+			out_line("BAREMM-MODEL-ERROR vcpu=%u reason=cannot_read_registers", vi);
+			return;
+		}
+		char key[520];
+		if (a1 == 0 || a1 > 512 || !read_guest(a0, key, (size_t)a1)) {
+			out_line("BAREMM-MODEL-ERROR vcpu=%u reason=bad_figure_key len=%llu", vi, (unsigned long long)a1);
+			return;
+		}
+		size_t kl = 0;
+		while (kl < a1 && key[kl] && key[kl] != '\n' && key[kl] != '\r')
+			kl++;
+		key[kl] = 0;
+		if (a2 >= MAX_VARIANTS || !variants[a2].nruns) {
+			out_line("BAREMM-MODEL-ERROR %s reason=no_runs variant_index=%llu", key, (unsigned long long)a2);
+			if (a2 < MAX_VARIANTS)
+				memset(&variants[a2], 0, sizeof(variants[a2]));
+			return;
+		}
+		stats_and_print(key, (unsigned)a2);
+		memset(&variants[a2], 0, sizeof(variants[a2]));
+		return;
+	}
+	case CMD_HELLO:
+		refresh_paging(v);
+		hello();
+		return;
+	default:
+		out_line("BAREMM-MODEL-ERROR vcpu=%u reason=unknown_command command=%u", vi, cmd);
+		return;
+	}
+}
+
+/* ---- translation ---- */
+
+static void count_penalty(struct tb_counts *c, u64 cycles, int ev)
+{
+	c->pen += cycles;
+	if (ev >= 0) {
+		c->ev[ev]++;
+		c->evmask |= 1u << ev;
+	}
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = calloc(1, n);
+	if (!p) {
+		fprintf(stderr, "costmodel: out of memory\n");
+		abort();
+	}
+	return p;
+}
+
+#define MAX_TB_INSNS 512
+
+/*
+ * Prices the block's instructions once, at translation. Counts and fixed penalties are
+ * added by one callback when the block runs (an exception in the middle of a block
+ * therefore counts the rest of it too; a marker subtracts the part of its block that
+ * follows it). Inline per-vCPU counters would be cheaper, but QEMU 10.0 generates wrong
+ * scoreboard addresses for them when several vCPUs share one thread (round-robin TCG,
+ * which -icount implies): a 2-vCPU guest crashes in generated code.
+ */
+static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	(void)id;
+	size_t n = qemu_plugin_tb_n_insns(tb);
+	if (n > MAX_TB_INSNS)
+		n = MAX_TB_INSNS;
+	struct tb_counts per[MAX_TB_INSNS];
+	struct insn_info infos[MAX_TB_INSNS];
+	struct qemu_plugin_insn *insns[MAX_TB_INSNS];
+	struct tb_counts *total = xmalloc(sizeof(*total));
+	bool any_marker = false;
+	for (size_t i = 0; i < n; i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		insns[i] = insn;
+		u8 bytes[16];
+		size_t len = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
+		struct insn_info *info = &infos[i];
+		decode_insn(bytes, len, info);
+		struct tb_counts *c = &per[i];
+		memset(c, 0, sizeof(*c));
+		if (info->kind == INSN_REP_STRING) {
+			/* counted once per execution by rep_exec_cb, priced per line */
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, rep_exec_cb, QEMU_PLUGIN_CB_NO_REGS, insn);
+			qemu_plugin_register_vcpu_mem_cb(insn, rep_mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+			continue;
+		}
+		c->insns = 1;
+		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+		switch (info->kind) {
+		case INSN_MARKER:
+			any_marker = true;
+			break;
+		case INSN_ATOMIC:
+			count_penalty(c, P.atomic, EV_ATOMIC);
+			break;
+		case INSN_CPUID:
+			count_penalty(c, P.cpuid, EV_SERIALISE);
+			break;
+		case INSN_WRMSR:
+			count_penalty(c, P.wrmsr, EV_SERIALISE);
+			break;
+		case INSN_DESC_LOAD:
+			count_penalty(c, P.serialise, EV_SERIALISE);
+			break;
+		case INSN_IRET:
+			count_penalty(c, P.irq_roundtrip, EV_IRET);
+			break;
+		case INSN_FENCE:
+			count_penalty(c, P.fence, EV_FENCE);
+			break;
+		case INSN_HLT:
+			count_penalty(c, P.hlt, EV_HLT);
+			break;
+		case INSN_PAUSE:
+			count_penalty(c, P.pause, EV_PAUSE);
+			break;
+		case INSN_MOV_CR:
+		case INSN_INVLPG:
+		case INSN_INVPCID: {
+			count_penalty(c, info->kind == INSN_MOV_CR ? P.mov_cr : P.invlpg, EV_SERIALISE);
+			if (info->kind != INSN_MOV_CR)
+				count_penalty(c, 0, EV_INVLPG);
+			/* kept as long as QEMU keeps the translation: never freed */
+			struct tlb_insn *ti = xmalloc(sizeof(*ti));
+			ti->info = *info;
+			ti->va = qemu_plugin_insn_vaddr(insn);
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, tlb_insn_cb, QEMU_PLUGIN_CB_R_REGS, ti);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		total->insns += per[i].insns;
+		total->pen += per[i].pen;
+		total->evmask |= per[i].evmask;
+		for (int e = 0; e < NR_MEV; e++)
+			total->ev[e] = (u16)(total->ev[e] + per[i].ev[e]);
+	}
+	if (total->insns || total->pen || multi)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_cb, QEMU_PLUGIN_CB_NO_REGS, total);
+	else
+		free(total);
+	if (!any_marker)
+		return;
+	/* markers: the counts of the instructions after each one in this block */
+	struct tb_counts tail;
+	memset(&tail, 0, sizeof(tail));
+	for (size_t k = n; k-- > 0;) {
+		if (infos[k].kind == INSN_MARKER) {
+			struct marker *mk = xmalloc(sizeof(*mk));
+			mk->cmd = infos[k].marker_cmd;
+			mk->tail = tail;
+			qemu_plugin_register_vcpu_insn_exec_cb(insns[k], marker_cb, QEMU_PLUGIN_CB_R_REGS, mk);
+		}
+		tail.insns += per[k].insns;
+		tail.pen += per[k].pen;
+		for (int e = 0; e < NR_MEV; e++)
+			tail.ev[e] = (u16)(tail.ev[e] + per[k].ev[e]);
+	}
+}
+
+/* ---- set-up and exit ---- */
+
+static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
+{
+	(void)id;
+	if (vi >= max_vcpus) {
+		fprintf(stderr, "costmodel: vCPU %u beyond the %u expected\n", vi, max_vcpus);
+		abort();
+	}
+	if (!reg_gpr[0]) {
+		GArray *regs = qemu_plugin_get_registers();
+		const qemu_plugin_reg_descriptor *d = (const qemu_plugin_reg_descriptor *)regs->data;
+		for (unsigned i = 0; i < regs->len; i++) {
+			for (int g = 0; g < 16; g++)
+				if (!strcmp(d[i].name, gpr_names[g]))
+					reg_gpr[g] = d[i].handle;
+			if (!strcmp(d[i].name, "cr0"))
+				reg_cr0 = d[i].handle;
+			else if (!strcmp(d[i].name, "cr3"))
+				reg_cr3 = d[i].handle;
+			else if (!strcmp(d[i].name, "cr4"))
+				reg_cr4 = d[i].handle;
+			else if (!strcmp(d[i].name, "fs_base"))
+				reg_fs_base = d[i].handle;
+			else if (!strcmp(d[i].name, "gs_base"))
+				reg_gs_base = d[i].handle;
+			else if (!strcmp(d[i].name, "k_gs_base"))
+				reg_k_gs_base = d[i].handle;
+		}
+		g_array_free(regs, 1);
+		for (int g = 0; g < 16; g++)
+			if (!reg_gpr[g]) {
+				fprintf(stderr, "costmodel: QEMU offers no register '%s' to plugins\n", gpr_names[g]);
+				abort();
+			}
+		if (!reg_cr0 || !reg_cr3 || !reg_cr4)
+			fprintf(stderr, "costmodel: warning: no cr0/cr3/cr4 register for plugins; paging is "
+				"tracked from the first mov to cr0/cr3/cr4\n");
+	}
+	struct vcpu *v = &vcpus[vi];
+	if (v->live)
+		return;
+	if (cache_init(&v->l1, P.l1d_kib, P.l1d_ways) || cache_init(&v->l2, P.l2_kib, P.l2_ways) ||
+	    tlb_init(&v->tlb, &P)) {
+		fprintf(stderr, "costmodel: out of memory for vCPU %u\n", vi);
+		abort();
+	}
+	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
+	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
+	v->inval_line = ~0ull;
+	pac_flush(v);
+	rep_filter_reset(&v->rep);
+	v->live = true;
+}
+
+static bool totals_done;
+
+static void atexit_cb(qemu_plugin_id_t id, void *ud)
+{
+	(void)id;
+	(void)ud;
+	if (totals_done || !vcpus)
+		return;
+	totals_done = true;
+	for (unsigned vi = 0; vi < max_vcpus; vi++) {
+		if (!vcpus[vi].live)
+			continue;
+		u64 ev[NR_MEV];
+		events_of(vi, ev, NULL);
+		char line[2048];
+		int len = snprintf(line, sizeof(line), "BAREMM-MODEL-TOTAL vcpu=%u insns=%llu cycles=%llu", vi,
+				   (unsigned long long)(vcpus[vi].insns + vcpus[vi].rep_execs),
+				   (unsigned long long)(clock_of(vi, NULL) / 100));
+		for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 48; e++)
+			len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu", ev_names[e],
+					(unsigned long long)ev[e]);
+		out_line("%s", line);
+	}
+}
+
+QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
+{
+	if (info->version.cur < BAREMM_QEMU_PLUGIN_VERSION || info->version.min > BAREMM_QEMU_PLUGIN_VERSION) {
+		fprintf(stderr,
+			"costmodel: this QEMU implements plugin API %d (accepts %d..%d); the cost model needs "
+			"API %d (QEMU 9.2 or newer)\n",
+			info->version.cur, info->version.min, info->version.cur, BAREMM_QEMU_PLUGIN_VERSION);
+		return -1;
+	}
+	if (!info->system_emulation || strcmp(info->target_name, "x86_64")) {
+		fprintf(stderr, "costmodel: needs qemu-system-x86_64 (got %s%s)\n", info->target_name,
+			info->system_emulation ? "" : ", user mode");
+		return -1;
+	}
+	api_cur = info->version.cur;
+	const char *profile = NULL, *out = NULL;
+	for (int i = 0; i < argc; i++) {
+		if (!strncmp(argv[i], "profile=", 8)) {
+			profile = argv[i] + 8;
+		} else if (!strncmp(argv[i], "physmap=", 8)) {
+			char *end;
+			physmap = strtoull(argv[i] + 8, &end, 0);
+			if (*end || end == argv[i] + 8) {
+				fprintf(stderr, "costmodel: physmap=%s is not a number\n", argv[i] + 8);
+				return -1;
+			}
+		} else if (!strncmp(argv[i], "out=", 4)) {
+			out = argv[i] + 4;
+		} else {
+			fprintf(stderr, "costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE)\n",
+				argv[i]);
+			return -1;
+		}
+	}
+	if (!profile) {
+		fprintf(stderr, "costmodel: give profile=FILE (model/profiles/*.cfg)\n");
+		return -1;
+	}
+	char err[512];
+	if (profile_load(profile, &P, err, sizeof(err))) {
+		fprintf(stderr, "costmodel: %s\n", err);
+		return -1;
+	}
+	if (!out) {
+		/* QEMU closes its stdio chardev before the exit callbacks run: keep our own fd */
+		out_fd = dup(1);
+		if (out_fd < 0) {
+			fprintf(stderr, "costmodel: cannot duplicate stdout\n");
+			return -1;
+		}
+	} else {
+		out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+		if (out_fd < 0) {
+			fprintf(stderr, "costmodel: cannot open out=%s\n", out);
+			return -1;
+		}
+	}
+	max_vcpus = (unsigned)(info->system.max_vcpus > 0 ? info->system.max_vcpus : 1);
+	if (max_vcpus > 256) {
+		fprintf(stderr, "costmodel: at most 256 vCPUs\n");
+		return -1;
+	}
+	multi = max_vcpus > 1;
+	vcpus = calloc(max_vcpus, sizeof(*vcpus));
+	if (!vcpus || cache_init(&llc, P.llc_kib, P.llc_ways)) {
+		fprintf(stderr, "costmodel: out of memory\n");
+		return -1;
+	}
+	regbuf = g_byte_array_new();
+	membuf = g_byte_array_new();
+	qemu_plugin_register_vcpu_init_cb(id, vcpu_init_cb);
+	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans_cb);
+	qemu_plugin_register_atexit_cb(id, atexit_cb, NULL);
+	return 0;
+}
