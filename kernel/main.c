@@ -182,9 +182,11 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 	console_set_ready();
 	printk("baremm %s booting\n", baremm_build_id);
 
-	/* The legacy 8259 PICs would deliver the PIT on vector 8 (#DF's): mask them all. */
+	/* The legacy 8259 PICs would deliver the PIT on vector 8 (#DF's): mask them all,
+	 * and stop the PIT's periodic channel 0 (deterministic SMP under -icount: tsc.c). */
 	outb(0x21, 0xff);
 	outb(0xa1, 0xff);
+	pit_stop();
 	cpu_probe();
 	idt_init();
 	u64 ist[3] = { (u64)early_ist[0] + 4096, (u64)early_ist[1] + 4096, (u64)early_ist[2] + 4096 };

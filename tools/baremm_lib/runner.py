@@ -182,30 +182,43 @@ class LineEcho:
 
 
 def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None):
-    """Run QEMU; copy its serial output (stdout) to log_path; kill it after timeout s.
+    """Run QEMU with its standard output (the serial port, `-serial stdio`) written
+    straight to log_path, echo the file as it grows, kill QEMU after timeout s.
+
+    A file, not a pipe: QEMU makes its stdio chardev non-blocking, and when a pipe is full
+    (this reader late on a loaded host) the UART keeps the byte until QEMU's main loop
+    can write it; the guest's transmit-ready poll then runs as long as the host makes it,
+    and host timing leaks into guest instruction counts. A regular file never returns
+    EAGAIN (docs/OUTPUT.md section 7).
 
     Returns dict(exit_code, timed_out, duration_s, stderr).
     """
     start = time.monotonic()
+    log_out = open(log_path, "wb")
     try:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_out,
                              stderr=subprocess.PIPE, start_new_session=True, cwd=ROOT)
     except FileNotFoundError:
         raise ToolError("%s not found (run tools/install-deps.sh)" % argv[0])
+    finally:
+        log_out.close()
     with _live_lock:
         _live.add(p)
     err_chunks = []
 
     def pump_out():
-        with open(log_path, "wb") as log:
+        """Follow the log until QEMU has exited and everything is read."""
+        with open(log_path, "rb") as log:
             while True:
-                data = os.read(p.stdout.fileno(), 65536)
-                if not data:
+                done = p.poll() is not None
+                data = log.read(65536)
+                if data:
+                    if echo:
+                        echo.feed(data)
+                elif done:
                     break
-                log.write(data)
-                log.flush()
-                if echo:
-                    echo.feed(data)
+                else:
+                    time.sleep(0.05)
         if echo:
             echo.flush()
 
