@@ -148,7 +148,7 @@ static int parse_ab(struct variant_set *vs)
 	const char *colon = opt_ab;
 	while (*colon && *colon != ':')
 		colon++;
-	if (!*colon) {
+	if (!*colon || colon == opt_ab) {
 		printk("BAREMM-ERROR option: ab: expected ab=<option>:<v1>,<v2> (got '%s')\n", opt_ab);
 		return -1;
 	}
@@ -168,8 +168,19 @@ static int parse_ab(struct variant_set *vs)
 		const char *e = p;
 		while (*e && *e != ',')
 			e++;
-		if (vs->n == MAX_VARIANTS || e == p || (size_t)(e - p) >= sizeof(vs->values[0])) {
-			printk("BAREMM-ERROR option: ab: at most %d non-empty values\n", MAX_VARIANTS);
+		if (e == p) {
+			printk("BAREMM-ERROR option: ab: empty value at column %u of '%s' (give "
+			       "<option>:<v1>,<v2>)\n", (unsigned)(p - opt_ab) + 1, opt_ab);
+			return -1;
+		}
+		if (vs->n == MAX_VARIANTS) {
+			printk("BAREMM-ERROR option: ab: at most %d values (got more in '%s')\n",
+			       MAX_VARIANTS, opt_ab);
+			return -1;
+		}
+		if ((size_t)(e - p) >= sizeof(vs->values[0])) {
+			printk("BAREMM-ERROR option: ab: value '%.*s' is longer than %u characters\n",
+			       (int)(e - p), p, (unsigned)sizeof(vs->values[0]) - 1);
 			return -1;
 		}
 		char err[OPT_ERRLEN];
@@ -198,6 +209,18 @@ static void set_variant(struct variant_set *vs, const char *val)
 	if (option_set(vs->opt, val, strlen(val), err, sizeof(err)))
 		panic("ab: %s", err);
 	vs->opt->set = was_set;
+}
+
+/* Early in boot, for every command line: a malformed ab= is a bad option even when no
+ * benchmark would read it (tests=, bench=list). Leaves the option at its boot value. */
+int bench_check_ab(void)
+{
+	struct variant_set vs;
+	if (parse_ab(&vs))
+		return -1;
+	if (vs.opt)
+		set_variant(&vs, vs.original);
+	return 0;
 }
 
 /* ---- output ---- */
@@ -305,6 +328,11 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 		want = b->def_cpus ? MIN(b->def_cpus, nr_cpu_ids) : nr_cpu_ids;
 	if (!b->parallel && b->def_cpus == 1)
 		want = 1;	/* a one-CPU body: bench_cpus= would only mislabel the figure */
+	if (opt_bench_cpus && want < b->min_cpus) {
+		printk("BAREMM-ERROR bench %s: bench_cpus=%u is below its minimum of %u CPUs\n", b->name,
+		       want, b->min_cpus);
+		return EXIT_BENCH_ERROR;
+	}
 	if (want > nr_cpu_ids || nr_cpu_ids < b->min_cpus || want < b->min_cpus) {
 		printk("BAREMM-ERROR bench %s: needs %u CPUs (at least %u), %u online; boot with more "
 		       "CPUs (-smp) or set bench_cpus=\n", b->name, MAX(want, b->min_cpus), b->min_cpus,

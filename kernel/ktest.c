@@ -49,6 +49,14 @@ static bool suite_seen_before(const struct ktest *t, const char *glob)
 	return false;
 }
 
+int ktest_count(const char *glob)
+{
+	int n = 0;
+	for (const struct ktest *t = __start_baremm_tests; t < __stop_baremm_tests; t++)
+		n += selected(t, glob);
+	return n;
+}
+
 /* Suites are listed in order of first appearance; each runs every selected test that
  * carries its name, wherever the linker placed it. */
 int ktest_run(const char *glob)

@@ -258,7 +258,6 @@ def run_matrix(entries, outdir, jobs, out=sys.stdout, build_error=None, iso=None
 
 
 def main(args, out=sys.stdout):
-    outdir = runner.new_dir(os.path.join(runner.ROOT, "results"), "test-" + runner.timestamp())
     matrix_path = args.matrix or os.path.join(runner.ROOT, MATRIX)
     try:
         entries = cfgmod.load(matrix_path)
@@ -268,7 +267,13 @@ def main(args, out=sys.stdout):
     groups = list(args.group or [])
     if args.quick:
         groups.append("quick")
+    bad = cfgmod.unknown_selection(entries, groups=groups, names=args.only)
+    if bad:
+        for msg in bad:
+            sys.stderr.write("baremm test: %s: %s\n" % (matrix_path, msg))
+        return st.EXIT_USAGE
     entries = cfgmod.select(entries, groups=groups, names=args.only)
+    outdir = runner.new_dir(os.path.join(runner.ROOT, "results"), "test-" + runner.timestamp())
     tally = Tally()
     out.write("baremm test: logs in %s\n" % os.path.relpath(outdir, runner.ROOT))
     out.flush()
