@@ -243,7 +243,8 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	if (b->nparams)
 		snprintf(kase, sizeof(kase), " case=%s:%lu", b->param_name ? b->param_name : "param",
 			 (unsigned long)ctx->param);
-	char line[1536];
+	/* one figure at a time, on the boot CPU; room for MAX_RUNS samples of 20 digits */
+	static char line[MAX_RUNS * 24 + 512];
 	int n = snprintf(line, sizeof(line),
 			 "BAREMM-RESULT bench=%s variant=%s cpus=%u%s metric=%s unit=%s runs=%u median=%s "
 			 "mean=%s stddev=%s pstddev=%s min=%s max=%s median_ns=%s ops=%lu",
@@ -273,12 +274,15 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	/* raw per-run values for significance tests on the host */
 	n = snprintf(line, sizeof(line), "BAREMM-SAMPLES bench=%s variant=%s cpus=%u%s metric=%s values=",
 		     b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op");
-	for (unsigned r = 0; r < runs && n < (int)sizeof(line) - 32; r++) {
+	unsigned r = 0;
+	for (; r < runs && n < (int)sizeof(line) - 32; r++) {
 		char val[24];
 		print_fx(val, sizeof(val), samples[v][r]);
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", r ? "," : "", val);
 	}
 	printk("%s\n", line);
+	if (r < runs)	/* cannot happen with the buffer above; never silently */
+		printk("BAREMM-ERROR bench %s: BAREMM-SAMPLES holds %u of %u values\n", b->name, r, runs);
 	if (b->parallel) {
 		/* each CPU's own figure: mean over the runs of its cost per op */
 		n = snprintf(line, sizeof(line), "BAREMM-INFO bench=%s variant=%s%s percpu_mean=", b->name,

@@ -181,8 +181,7 @@ def check_entry(entry, record, parsed):
                         % (entry["expect"], record["status"], record["qemu"]["exit_code"]))
     if entry.get("expect_output"):
         with open(parsed["path"], "rb") as f:
-            text = "\n".join(logparse.clean_line(line)
-                             for line in f.read().decode("utf-8", "replace").split("\n"))
+            text = logparse.join_continued(f.read().decode("utf-8", "replace"))
         if not re.search(entry["expect_output"], text, re.M):
             problems.append("output does not match /%s/" % entry["expect_output"])
     k = record["ktap"]
