@@ -225,6 +225,29 @@ int bench_check_ab(void)
 
 /* ---- output ---- */
 
+/* One token naming the figure uniquely in a boot, for line-matching CI (LAVA): bench,
+ * metric, case, variant, cpus in [A-Za-z0-9._-] (':' -> '-', ',' -> '.'). */
+static void figure_id(char *buf, size_t len, const struct bench *b, const struct bench_ctx *ctx,
+		      const char *variant)
+{
+	char kase[48] = "";
+	if (b->nparams)
+		snprintf(kase, sizeof(kase), ".%s-%lu", b->param_name ? b->param_name : "param",
+			 (unsigned long)ctx->param);
+	snprintf(buf, len, "%s.%s%s.%s.cpus%u", b->name, b->metric ? b->metric : "op", kase, variant,
+		 ctx->ncpus);
+	for (char *p = buf; *p; p++) {
+		char c = *p;
+		if (c == ':')
+			*p = '-';
+		else if (c == ',')
+			*p = '.';
+		else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			   c == '.' || c == '_' || c == '-'))
+			*p = '_';
+	}
+}
+
 static void print_figure(const struct bench *b, struct bench_ctx *ctx, const char *variant,
 			 unsigned v, unsigned runs)
 {
@@ -245,10 +268,12 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 			 (unsigned long)ctx->param);
 	/* one figure at a time, on the boot CPU; room for MAX_RUNS samples of 20 digits */
 	static char line[MAX_RUNS * 24 + 512];
+	char id[192];
+	figure_id(id, sizeof(id), b, ctx, variant);
 	int n = snprintf(line, sizeof(line),
-			 "BAREMM-RESULT bench=%s variant=%s cpus=%u%s metric=%s unit=%s runs=%u median=%s "
+			 "BAREMM-RESULT id=%s bench=%s variant=%s cpus=%u%s metric=%s unit=%s runs=%u median=%s "
 			 "mean=%s stddev=%s pstddev=%s min=%s max=%s median_ns=%s ops=%lu",
-			 b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op",
+			 id, b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op",
 			 b->unit ? b->unit : "cycles", runs, med, mean, sd, psd, mn, mx, ns,
 			 (unsigned long)(ops_total[v] / runs));
 	if (b->throughput) {

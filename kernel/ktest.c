@@ -92,7 +92,7 @@ int ktest_run(const char *glob)
 			set_doing(doing);
 			u64 t0 = rdtsc();
 			t->fn(&kt);
-			printk("        # %s took %lu ms\n", t->name, (unsigned long)(cycles_to_ns(rdtsc() - t0) / 1000000));
+			printk("        # %s: duration %lu ms\n", t->name, (unsigned long)(cycles_to_ns(rdtsc() - t0) / 1000000));
 			set_doing("tests");
 			if (kt.failures) {
 				printk("    not ok %d %s\n", i, t->name);

@@ -368,6 +368,10 @@ def build_parser():
     p.add_argument("--host-timeout", type=int, default=600,
                    help="seconds before make host-test is killed (default 600)")
     p.add_argument("--no-unittest", action="store_true", help="skip the tools' unit tests")
+    p.add_argument("--junit", default=None, metavar="PATH", help="also write the JUnit XML "
+                   "here (always written as junit.xml in the log directory)")
+    p.add_argument("--ktap", default=None, metavar="PATH", help="also write the combined KTAP "
+                   "document here (always results.ktap in the log directory)")
     p.set_defaults(func=lambda a: testrun.main(a))
 
     p = sub.add_parser("suite", help="boot the entries of tests/qemu/suites.cfg in group NAME")
