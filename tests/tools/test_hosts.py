@@ -150,8 +150,15 @@ class MissingIsoTest(unittest.TestCase):
     def test_missing_iso_says_so(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaises(runner.ToolError) as cm:
-                runner.build_command({"cmdline": "tests=*"}, d, iso=os.path.join(d, "none.iso"))
+                runner.boot({"cmdline": "tests=*"}, d, iso=os.path.join(d, "none.iso"))
         self.assertIn("none.iso does not exist", str(cm.exception))
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "baremm"), "run",
+                                "--no-build", "-q", "--iso", "/nonexistent/x.iso", "--out", d],
+                               capture_output=True, text=True)
+        self.assertEqual(r.returncode, 20)
+        self.assertIn("/nonexistent/x.iso does not exist", r.stderr)
+        self.assertNotIn("truncated", r.stdout + r.stderr)
 
 
 def free_port():

@@ -82,9 +82,6 @@ def build_command(cfg, workdir, iso=None, qemu=QEMU):
     Returns the argv list.
     """
     iso = os.path.abspath(iso or os.path.join(ROOT, ISO))
-    if not os.path.isfile(iso):
-        raise ToolError("%s does not exist: build it with `make` (or run without --no-build), "
-                        "or name another with --iso" % iso)
     accel = resolve_accel(cfg.get("accel", "tcg"), cfg.get("icount", False))
     argv = [qemu, "-machine", "q35", "-cdrom", iso, "-boot", "d",
             "-nographic", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nic", "none",
@@ -280,6 +277,11 @@ def boot(cfg, outdir, echo=None, iso=None, name="run"):
     Returns (record, parsed) where record is the run.json content.
     """
     log_path = os.path.join(outdir, "serial.log")
+    path = os.path.abspath(iso or os.path.join(ROOT, ISO))
+    if not os.path.isfile(path):
+        # not "log is truncated" after QEMU failed to open it
+        raise ToolError("%s does not exist: build it with `make` (or run without --no-build), "
+                        "or name another with --iso" % path)
     argv = build_command(cfg, outdir, iso=iso)
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     q = run_qemu(argv, log_path, cfg.get("timeout", 300), echo=echo,
