@@ -222,14 +222,14 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 		early_fail(EXIT_PANIC, err);
 	for (int i = 0; i < boot_info.nr_warnings; i++)
 		printk("boot: firmware data: %s\n", boot_info.warnings[i]);
-	if (boot_info.fb.present && boot_info.fb.type == 2 && !serial_present())
+	/* command line: QEMU fw_cfg (the runner) wins over the boot loader's */
+	int fw_len = fw_cfg_read_file("opt/baremm/cmdline", cmdline, sizeof(cmdline));
+	/* the screen mirrors the console whenever there is one, except for the host tools */
+	if (boot_info.fb.present && boot_info.fb.type == 2 && fw_len < 0)
 		vga_text_init(boot_info.fb.addr, boot_info.fb.width, boot_info.fb.height);
 	if (boot_info.fb.present)	/* pixel framebuffer: drawn when fbcon= wants it */
 		fbcon_init(boot_info.fb.addr, boot_info.fb.pitch, boot_info.fb.width,
-			   boot_info.fb.height, boot_info.fb.bpp, boot_info.fb.type);
-
-	/* command line: QEMU fw_cfg (the runner) wins over the boot loader's */
-	int fw_len = fw_cfg_read_file("opt/baremm/cmdline", cmdline, sizeof(cmdline));
+			   boot_info.fb.height, boot_info.fb.bpp, boot_info.fb.type, fw_len >= 0);
 	if (fw_len >= 0) {
 		cmdline_source = "fw_cfg";
 		if ((size_t)fw_len > sizeof(cmdline) - 1) {
