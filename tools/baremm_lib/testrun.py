@@ -179,6 +179,31 @@ def perf_check(outdir, out=sys.stdout, steps=None):
     return p, f, 0
 
 
+def model_check(outdir, out=sys.stdout, steps=None):
+    """The cost model's known answers under every profile (tools/baremm model-check,
+    docs/COSTMODEL.md): each profile whose plateaus, TLB steps and walks match counts as one."""
+    log = os.path.join(outdir, "model-check.log")
+    r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm"),
+                        "model-check", "--no-build"], cwd=runner.ROOT, capture_output=True,
+                       text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    m = re.search(r"^(\d+) passed, (\d+) failed", r.stdout, re.M)
+    if not m:
+        out.write("FAIL model-check (no summary line; see %s)\n" % log)
+        _step(steps, "model-check", False, ["no summary line"] + r.stderr.splitlines()[-5:], log)
+        return 0, 1, 0
+    p, f = int(m.group(1)), int(m.group(2))
+    if r.returncode != 0 and f == 0:
+        f = 1
+    fails = [line.strip() for line in r.stdout.splitlines() if ": FAIL" in line]
+    out.write("%s model-check (cost-model known answers: %d profiles pass, %d fail)\n"
+              % ("PASS" if f == 0 else "FAIL", p, f))
+    out.write("".join("    " + line + "\n" for line in fails[:20]))
+    _step(steps, "model-check", f == 0, ["%d profiles pass, %d fail" % (p, f)] + fails[:20], log)
+    return p, f, 0
+
+
 def failure_details(k):
     """[(suite.test, diagnostics)] of the failed leaf tests in a ktap dict."""
     out = []
@@ -332,7 +357,7 @@ def main(args, out=sys.stdout):
     build_error = None
     if not args.no_build and entries:
         try:
-            runner.build(quiet=True)
+            runner.build(quiet=True, model=True)
         except runner.ToolError as e:
             build_error = str(e)
             out.write("FAIL build\n%s\n" % "\n".join("    " + line for line in
@@ -352,6 +377,8 @@ def main(args, out=sys.stdout):
     perf_steps = []
     if not args.no_build and not build_error and not (args.quick or args.only or args.group):
         tally.add(*perf_check(outdir, out, steps=perf_steps))
+        out.flush()
+        tally.add(*model_check(outdir, out, steps=perf_steps))
         out.flush()
     for r in results:
         p, f, s = r["counts"]
