@@ -16,9 +16,9 @@ static const char *fbcon_unusable(u64 v, unsigned ncpus)
 }
 
 DEFINE_OPTION_ENUM_HW(opt_fbcon, "fbcon", 0, fbcon_unusable,
-		      "mirror the console to the boot framebuffer: auto = only when no serial "
-		      "port answers, on = always (slow under QEMU TCG; refused without a pixel "
-		      "framebuffer), off = never",
+		      "mirror the console to the boot framebuffer: auto = whenever there is one, "
+		      "except when the host tools pass the command line (fw_cfg), on = always "
+		      "(refused without a pixel framebuffer), off = never",
 		      "auto", "on", "off");
 
 /* drawn for bytes outside printable ASCII */
@@ -193,10 +193,11 @@ static struct fbcon screen;
 static u8 screen_text[SCREEN_MAX_CELLS];
 static phys_addr_t screen_pa;
 static u64 screen_bytes;
-static bool screen_cleared, screen_busy;
+static bool screen_cleared, screen_busy, auto_draws;
 
-void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type)
+void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type, bool host_tools)
 {
+	auto_draws = !host_tools;
 	if (type != 1 || !phys ||
 	    fbcon_setup(&screen, NULL, width, height, pitch, bpp, screen_text, sizeof(screen_text)))
 		return;
@@ -210,7 +211,7 @@ void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type)
 
 void fbcon_emit(const char *s, size_t n)
 {
-	if (!screen_ok || opt_fbcon == FBCON_OFF || (opt_fbcon == FBCON_AUTO && serial_present()))
+	if (!screen_ok || opt_fbcon == FBCON_OFF || (opt_fbcon == FBCON_AUTO && !auto_draws))
 		return;
 	if (screen_busy)	/* a fault while drawing: its report goes to the other consoles */
 		return;

@@ -12,9 +12,10 @@ import time
 
 from . import logparse, status as st
 
-QEMU = "qemu-system-x86_64"
-OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+# QEMU and the UEFI firmware of the user's choice (README.md, "Hosts and QEMU")
+QEMU = os.environ.get("BAREMM_QEMU") or "qemu-system-x86_64"
+OVMF_CODE = os.environ.get("BAREMM_OVMF_CODE") or "/usr/share/OVMF/OVMF_CODE_4M.fd"
+OVMF_VARS = os.environ.get("BAREMM_OVMF_VARS") or "/usr/share/OVMF/OVMF_VARS_4M.fd"
 ICOUNT = "shift=0,sleep=off,align=off"
 ISO = "build/baremm-qemu.iso"   # iso/baremm.iso without the GRUB menu wait (Makefile)
 USB_ISO = "iso/baremm.iso"
@@ -129,7 +130,8 @@ def build_command(cfg, workdir, iso=None, qemu=QEMU):
     if cfg.get("firmware", "bios") == "uefi":
         for f in (OVMF_CODE, OVMF_VARS):
             if not os.path.exists(f):
-                raise ToolError("UEFI boot needs %s (Debian package ovmf)" % f)
+                raise ToolError("UEFI boot needs %s (Debian package ovmf; or set "
+                                "BAREMM_OVMF_CODE and BAREMM_OVMF_VARS)" % f)
         vars_copy = os.path.join(workdir, "ovmf_vars.fd")
         shutil.copyfile(OVMF_VARS, vars_copy)
         argv += ["-drive", "if=pflash,format=raw,readonly=on,file=" + qemu_arg_path(OVMF_CODE),
@@ -199,7 +201,8 @@ def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None):
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_out,
                              stderr=subprocess.PIPE, start_new_session=True, cwd=ROOT)
     except FileNotFoundError:
-        raise ToolError("%s not found (run tools/install-deps.sh)" % argv[0])
+        raise ToolError("%s not found (run tools/install-deps.sh, or set BAREMM_QEMU to a "
+                        "qemu-system-x86_64)" % argv[0])
     finally:
         log_out.close()
     with _live_lock:
@@ -325,6 +328,11 @@ def boot(cfg, outdir, echo=None, iso=None, name="run"):
     Returns (record, parsed) where record is the run.json content.
     """
     log_path = os.path.join(outdir, "serial.log")
+    path = os.path.abspath(iso or os.path.join(ROOT, ISO))
+    if not os.path.isfile(path):
+        # not "log is truncated" after QEMU failed to open it
+        raise ToolError("%s does not exist: build it with `make` (or run without --no-build), "
+                        "or name another with --iso" % path)
     argv = build_command(cfg, outdir, iso=iso)
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     q = run_qemu(argv, log_path, cfg.get("timeout", 300), echo=echo,
