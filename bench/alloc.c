@@ -38,12 +38,13 @@
 #include "kernel/percpu.h"
 #include "mm/page_alloc.h"
 
-enum { FREE_MODE_LOOP, FREE_MODE_BULK };
+#define FREE_MODE_LIST(X)                                                                   \
+	X(FREE_MODE_LOOP, "loop", "one free_page per page")                                 \
+	X(FREE_MODE_BULK, "bulk", "one free_pages_bulk pass")
+enum { FREE_MODE_LIST(OPTION_ENUM_CONST) };
 
-DEFINE_VARIANT_ENUM(alloc_free_mode, "free_mode", FREE_MODE_LOOP,
-		    "alloc.free_bulk_vs_loop: free the gathered pages with one free_page per page "
-		    "(loop) or one free_pages_bulk pass (bulk)",
-		    "loop", "bulk");
+DEFINE_VARIANT_ENUM(free_mode, "free_mode", FREE_MODE_LOOP,
+		    "alloc.free_bulk_vs_loop: how the gathered pages are freed", FREE_MODE_LIST);
 
 static u64 free_before;
 
@@ -189,7 +190,7 @@ static void free_bulk_vs_loop_run(struct bench_ctx *ctx, struct bench_sample *s)
 	struct list_head list;
 	INIT_LIST_HEAD(&list);
 	u64 n = ctx->param, cycles = 0;
-	int mode = READ_ONCE(alloc_free_mode);
+	int mode = READ_ONCE(free_mode);
 	for (u64 i = 0; i < ctx->iters; i++) {
 		alloc_n(ctx, n, &list);
 		u64 t0 = bench_start();

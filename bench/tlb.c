@@ -164,7 +164,7 @@ static void sd_teardown(struct bench_ctx *ctx)
 			printk("BAREMM-INFO bench=tlb.shootdown case=%llu tlb_protocol=%s tlb_early_ack=%s "
 			       "remotes=%u flush_cycles_median=%llu empty_call_rtt_cycles_median=%llu "
 			       "ratio=%llu.%02llu\n", (unsigned long long)ctx->param,
-			       p ? "concurrent" : "sequential", e ? "on" : "off", ctx->ncpus - 1,
+			       tlb_protocol_names[p], e ? "on" : "off", ctx->ncpus - 1,
 			       (unsigned long long)fl, (unsigned long long)rtt,
 			       (unsigned long long)(ratio100 / 100), (unsigned long long)(ratio100 % 100));
 		}

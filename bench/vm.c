@@ -44,13 +44,14 @@
 
 #define RW (VM_READ | VM_WRITE)
 
-enum { VM_MODE_PROCESSES, VM_MODE_THREADS };
+#define VM_MODE_LIST(X)                                                                     \
+	X(VM_MODE_PROCESSES, "processes", "every CPU faults in its own address space")       \
+	X(VM_MODE_THREADS, "threads",                                                       \
+	  "every CPU faults in one shared address space (unmaps shoot down the other CPUs)")
+enum { VM_MODE_LIST(OPTION_ENUM_CONST) };
 
-DEFINE_VARIANT_ENUM(vm_mode, "vm_mode", VM_MODE_PROCESSES,
-		    "vm.page_fault* benchmarks: processes = every CPU faults in its own address "
-		    "space, threads = every CPU faults in one shared address space (unmaps "
-		    "shoot down the other CPUs)",
-		    "processes", "threads");
+DEFINE_VARIANT_ENUM(vm_mode, "vm_mode", VM_MODE_PROCESSES, "vm.page_fault* benchmarks",
+		    VM_MODE_LIST);
 DEFINE_OPTION_UINT(vm_pf_mb, "vm_pf_mb", 8, 1, 1000,
 		   "vm.page_fault* benchmarks: MiB each CPU maps, touches and unmaps per pass "
 		   "(will-it-scale uses 128)");

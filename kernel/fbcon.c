@@ -5,11 +5,13 @@
 #include "arch/x86_64/serial.h"
 #include "mm/direct_map.h"
 
-DEFINE_OPTION_ENUM(opt_fbcon, "fbcon", 0,
-		   "mirror the console to the boot framebuffer: auto = only when no serial port "
-		   "answers, on = always (slow under QEMU TCG), off = never",
-		   "auto", "on", "off");
-enum { FBCON_AUTO, FBCON_ON, FBCON_OFF };
+#define FBCON_LIST(X)                                                                       \
+	X(FBCON_AUTO, "auto", "only when no serial port answers")                           \
+	X(FBCON_ON, "on", "always (slow under QEMU TCG)")                                   \
+	X(FBCON_OFF, "off", "never")
+enum { FBCON_LIST(OPTION_ENUM_CONST) };
+DEFINE_OPTION_ENUM(opt_fbcon, "fbcon", FBCON_AUTO, "mirror the console to the boot framebuffer",
+		   FBCON_LIST);
 
 /* drawn for bytes outside printable ASCII */
 static const u8 glyph_unknown[FONT_H] = {

@@ -48,6 +48,7 @@
 #define BAREMM_MMU_GATHER_H
 
 #include "mm/page.h"
+#include "kernel/options.h"
 #include "kernel/rcu.h"
 
 struct mm_struct;
@@ -98,10 +99,17 @@ struct mmu_gather {
 	uintptr_t __local_entries[MMU_GATHER_BUNDLE];
 };
 
-/* The rmapbatch variant (index into its enum). */
-enum { RMAPBATCH_LOCAL, RMAPBATCH_MULTI };
-/* The ptfree variant. */
-enum { PTFREE_LOOP, PTFREE_BULK };
+/* The `rmapbatch` variant: how many pages a gather holding delayed-rmap pages collects
+ * before it must flush. */
+#define RMAPBATCH_LIST(X)                                                                   \
+	X(RMAPBATCH_LOCAL, "local", "the 8-entry on-stack bundle only")                     \
+	X(RMAPBATCH_MULTI, "multi", "the bundle plus one page-sized batch")
+enum { RMAPBATCH_LIST(OPTION_ENUM_CONST) };
+/* The `ptfree` variant: how a batch of gathered table pages is freed. */
+#define PTFREE_LIST(X)                                                                      \
+	X(PTFREE_LOOP, "loop", "one free_page each")                                        \
+	X(PTFREE_BULK, "bulk", "one free_pages_bulk pass per batch")
+enum { PTFREE_LIST(OPTION_ENUM_CONST) };
 
 void tlb_gather_mmu(struct mmu_gather *tlb, struct mm_struct *mm);
 void tlb_gather_mmu_fullmm(struct mmu_gather *tlb, struct mm_struct *mm);
@@ -188,10 +196,10 @@ static inline enum gather_next gather_next_action(bool active_is_local, bool nex
 
 /* Test hook / fault injection: when true, gather batch pages are never allocated (the
  * fallback paths run). A variant option, `gather_nobatch`. */
-extern bool gather_nobatch;
-extern int gather_rmap_batch;	/* RMAPBATCH_*, the `rmapbatch` variant */
-extern int gather_ptfree;	/* PTFREE_*, the `ptfree` variant (seed 000) */
-extern bool gather_ptfree_rcu;	/* the `ptfree_rcu` variant (seed 002) */
+DECLARE_OPTION_BOOL(gather_nobatch);
+DECLARE_OPTION_ENUM(rmapbatch);		/* RMAPBATCH_* */
+DECLARE_OPTION_ENUM(ptfree);		/* PTFREE_* */
+DECLARE_OPTION_BOOL(ptfree_rcu);	/* free table pages after a grace period */
 
 /* Table pages handed to call_rcu and not yet freed; the most at once since the last
  * reset (benchmarks reset it). */

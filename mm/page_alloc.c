@@ -18,9 +18,9 @@ struct page *mem_map;
 u64 max_pfn;
 struct zone mm_zone;
 
-DEFINE_OPTION_UINT(min_free_kbytes_opt, "min_free_kbytes", 0, 0, 4194304,
+DEFINE_OPTION_UINT(min_free_kbytes, "min_free_kbytes", 0, 0, 4194304,
 		   "min watermark in KiB (0 = auto: sqrt(16 * managed KiB), 128..262144)");
-DEFINE_OPTION_BOOL(meminfo_opt, "meminfo", false,
+DEFINE_OPTION_BOOL(opt_meminfo, "meminfo", false,
 		   "print buddy free lists, pcp counts, watermarks and stamps at boot");
 
 /* ---------------------------------------------------------------- pageblocks ---- */
@@ -251,7 +251,7 @@ static u64 int_sqrt(u64 x)
 static void setup_watermarks(void)
 {
 	u64 managed = mm_zone.managed_pages;
-	u64 kb = READ_ONCE(min_free_kbytes_opt);
+	u64 kb = READ_ONCE(min_free_kbytes);
 	if (!kb) {
 		kb = int_sqrt((managed << (PAGE_SHIFT - 10)) * 16);
 		kb = MAX(kb, 128ULL);
@@ -602,6 +602,6 @@ void page_alloc_print_info(void)
 
 void page_alloc_boot_report(void)
 {
-	if (meminfo_opt)
+	if (opt_meminfo)
 		page_alloc_print_info();
 }

@@ -28,8 +28,8 @@ struct zone {
 } __cacheline_aligned;
 
 extern struct zone mm_zone;
-DECLARE_OPTION_UINT(min_free_kbytes_opt);	/* min_free_kbytes=, 0 = auto */
-DECLARE_OPTION_BOOL(meminfo_opt);		/* meminfo=on|off */
+DECLARE_OPTION_UINT(min_free_kbytes);	/* min_free_kbytes=, 0 = auto */
+DECLARE_OPTION_BOOL(opt_meminfo);		/* meminfo=on|off */
 
 #define PB_BITS 4			/* bits per pageblock in the bitmap */
 #define PB_PER_WORD (64 / PB_BITS)

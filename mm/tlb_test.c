@@ -52,21 +52,21 @@ struct tlb_variants {
 };
 static void variants_save(struct tlb_variants *v)
 {
-	*v = (struct tlb_variants){ tlb_protocol, tlb_early_ack, tlb_lazy_skip, tlb_test_skip_remote,
-				    tlb_pcid, gather_nobatch, gather_ptfree_rcu, tlb_ceiling,
-				    gather_ptfree };
+	*v = (struct tlb_variants){ tlb_protocol, tlb_early_ack, tlb_lazy, tlb_test_skip_remote,
+				    opt_pcid, gather_nobatch, ptfree_rcu, tlb_ceiling,
+				    ptfree };
 }
 static void variants_restore(const struct tlb_variants *v)
 {
 	tlb_protocol = v->proto;
 	tlb_early_ack = v->early;
-	tlb_lazy_skip = v->lazy;
+	tlb_lazy = v->lazy;
 	tlb_test_skip_remote = v->skip;
-	tlb_pcid = v->pcid;
+	opt_pcid = v->pcid;
 	gather_nobatch = v->nobatch;
-	gather_ptfree_rcu = v->rcu;
+	ptfree_rcu = v->rcu;
 	tlb_ceiling = v->ceiling;
-	gather_ptfree = v->ptfree;
+	ptfree = v->ptfree;
 }
 
 static u64 raw_pte(struct page *p, bool writable)
@@ -327,7 +327,7 @@ static bool stale_suite(struct ktest_ctx *kt, int mode, unsigned rounds, const c
 				tlb_ceiling = full ? 0 : 33;
 				u64 ea0 = ev(EV_TLB_EARLY_ACK), rf0 = ev(EV_TLB_REMOTE_FLUSH);
 				struct stale_result r = stale_run(mode, rounds);
-				const char *pn = proto ? "concurrent" : "sequential";
+				const char *pn = tlb_protocol_names[proto];
 				KT_EXPECT_MSG(!r.setup_failed && !r.timeout && !r.setup_errors,
 					      "%s %s early_ack=%d ceiling=%d: setup failed=%d "
 					      "timeout=%d setup_errors=%llu", mname, pn, early,
@@ -386,7 +386,7 @@ KTEST_SMP(tlb, stale_with_pcid, 2)
 	variants_save(&saved);
 	bool visible = true;
 	for (int p = 1; p >= 0; p--) {
-		tlb_pcid = p;
+		opt_pcid = p;
 		printk("# pcid=%s invpcid=%s\n", p ? "on" : "off", boot_cpu.invpcid ? "yes" : "no");
 		visible &= stale_suite(kt, STALE_REMAP, 16, p ? " pcid=on" : " pcid=off");
 		visible &= stale_suite(kt, STALE_UNMAP, 16, p ? " pcid=on" : " pcid=off");
@@ -424,7 +424,7 @@ KTEST_SMP(tlb, lazy_cpu_catches_up, 2)
 {
 	struct tlb_variants saved;
 	variants_save(&saved);
-	tlb_lazy_skip = true;
+	tlb_lazy = true;
 	struct mm_struct *mm = mm_alloc();
 	struct page *pa = alloc_page(0), *pb = alloc_page(0), *anchor = alloc_page(__GFP_ZERO);
 	KT_ASSERT(mm && pa && pb && anchor);
@@ -474,7 +474,7 @@ KTEST_SMP(tlb, lazy_cpu_catches_up, 2)
 	/* Lazy skipping off: a leaf-only flush reaches the lazy CPU too. */
 	KT_ASSERT(smp_call_function_single(1, lazy_load_read, &j, true) == 0);
 	KT_ASSERT(smp_call_function_single(1, lazy_leave, NULL, true) == 0);
-	tlb_lazy_skip = false;
+	tlb_lazy = false;
 	sl0 = ev(EV_TLB_SKIP_LAZY);
 	ipi0 = ev(EV_TLB_REMOTE_IPI);
 	flush_tlb_mm_range_nofree(mm, TEST_VA, TEST_VA + PAGE_SIZE, PAGE_SHIFT);
@@ -622,7 +622,7 @@ KTEST_SMP(tlb, concurrent_initiators, 2)
 		u64 dt = rdtsc() - t0;
 		printk("# %s early_ack=%s: %u CPUs x %llu iterations in %llu ms: %llu flush "
 		       "requests, %llu remote flushes, %llu skipped as caught up, %llu early acks\n",
-		       v & 1 ? "concurrent" : "sequential", v >> 1 ? "on" : "off", c->ncpus,
+		       tlb_protocol_names[v & 1], v >> 1 ? "on" : "off", c->ncpus,
 		       (unsigned long long)c->iters, (unsigned long long)(dt / tsc_khz),
 		       (unsigned long long)(ev(EV_TLB_FLUSH_REQ) - req0),
 		       (unsigned long long)(ev(EV_TLB_REMOTE_FLUSH) - rf0),
@@ -759,8 +759,8 @@ KTEST_SMP(tlb, ptfree_variants, 2)
 	const unsigned n = 64;
 	mm_subsys_init();	/* the zero page and the reference page are allocated once */
 	for (int v = 0; v < 4; v++) {
-		gather_ptfree = v & 1 ? PTFREE_BULK : PTFREE_LOOP;
-		gather_ptfree_rcu = v >> 1;
+		ptfree = v & 1 ? PTFREE_BULK : PTFREE_LOOP;
+		ptfree_rcu = v >> 1;
 		u64 free0 = nr_free_pages();
 		struct mm_struct *mm = mm_alloc();
 		KT_ASSERT(mm);
@@ -783,7 +783,7 @@ KTEST_SMP(tlb, ptfree_variants, 2)
 			KT_EXPECT_EQ(ev(EV_RCU_TABLES_DEFERRED), df0);
 		KT_EXPECT_EQ(gather_tables_waiting, 0);
 		KT_EXPECT_MSG(nr_free_pages() == free0, "ptfree=%s ptfree_rcu=%s: %lld pages not "
-			      "returned", v & 1 ? "bulk" : "loop", v >> 1 ? "on" : "off",
+			      "returned", ptfree_names[v & 1 ? PTFREE_BULK : PTFREE_LOOP], v >> 1 ? "on" : "off",
 			      (long long)(free0 - nr_free_pages()));
 	}
 	KT_EXPECT_EQ(page_alloc_check_report(NULL), 0);

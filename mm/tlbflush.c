@@ -23,17 +23,15 @@
 
 DEFINE_VARIANT_UINT(tlb_ceiling, "tlb_ceiling", 33, 0, 1UL << 20,
 		    "largest flush (in pages) done with one INVLPG per page; above it a full flush");
-DEFINE_VARIANT_ENUM(tlb_protocol, "tlb_protocol", TLB_PROTO_CONCURRENT,
-		    "shootdown order: sequential = flush locally, then IPI and wait; concurrent "
-		    "= send the IPIs, flush locally while they are in flight, then wait",
-		    "sequential", "concurrent");
+DEFINE_VARIANT_ENUM(tlb_protocol, "tlb_protocol", TLB_PROTO_CONCURRENT, "shootdown order",
+		    TLB_PROTOCOL_LIST);
 DEFINE_VARIANT_BOOL(tlb_early_ack, "tlb_early_ack", false,
 		    "responders acknowledge before flushing, for flushes that free nothing "
 		    "(no pages, no page tables)");
-DEFINE_VARIANT_BOOL(tlb_lazy_skip, "tlb_lazy", true,
+DEFINE_VARIANT_BOOL(tlb_lazy, "tlb_lazy", true,
 		    "flushes that free no page tables skip CPUs holding the mm lazily (they "
 		    "catch up through the generation when they switch back)");
-DEFINE_VARIANT_BOOL(tlb_pcid, "pcid", true,
+DEFINE_VARIANT_BOOL(opt_pcid, "pcid", true,
 		    "use PCID (dynamic ASIDs, no-flush CR3 loads) when the CPU has it");
 DEFINE_VARIANT_BOOL(tlb_test_skip_remote, "tlb_test_skip_remote", false,
 		    "test only: never flush remote CPUs (breaks correctness; the stale-TLB test "
@@ -55,7 +53,7 @@ struct flush_info {
 
 bool tlb_pcid_active(void)
 {
-	return READ_ONCE(tlb_pcid) && boot_cpu.pcid;
+	return READ_ONCE(opt_pcid) && boot_cpu.pcid;
 }
 
 bool tlb_cpu_is_lazy(unsigned cpu)
@@ -207,7 +205,7 @@ static unsigned tlb_pick_targets(struct mm_struct *mm, unsigned self, unsigned f
 	for (int i = 0; i < CPUMASK_WORDS; i++)
 		mask->bits[i] = atomic_load(&mm->cpumask.bits[i]) & cpu_online_mask.bits[i];
 	cpumask_clear_cpu(self, mask);
-	if (tlb_may_skip_lazy(flags, READ_ONCE(tlb_lazy_skip))) {
+	if (tlb_may_skip_lazy(flags, READ_ONCE(tlb_lazy))) {
 		unsigned cpu, skipped = 0;
 		for_each_cpu(cpu, mask) {
 			if (atomic_load(&cpu_tlbstate[cpu].is_lazy)) {

@@ -17,9 +17,9 @@ static void setup(void)
 {
 	fake_mem_init(NPAGES);
 	gather_nobatch = false;
-	gather_rmap_batch = RMAPBATCH_MULTI;
-	gather_ptfree = PTFREE_LOOP;
-	gather_ptfree_rcu = false;
+	rmapbatch = RMAPBATCH_MULTI;
+	ptfree = PTFREE_LOOP;
+	ptfree_rcu = false;
 	gather_tables_waiting = gather_tables_waiting_peak = 0;
 }
 
@@ -126,11 +126,11 @@ static void note_frees(const struct fake_flush *f)
 	frees_at_flush = event_sum(EV_PGTABLE_FREE);
 }
 
-static void free_tables_run(int ptfree, bool rcu, unsigned n)
+static void free_tables_run(int mode, bool rcu, unsigned n)
 {
 	setup();
-	gather_ptfree = ptfree;
-	gather_ptfree_rcu = rcu;
+	ptfree = mode;
+	ptfree_rcu = rcu;
 	fake_flush_hook = note_frees;
 	frees_at_flush = ~0ULL;
 	struct mmu_gather tlb;
