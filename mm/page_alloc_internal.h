@@ -52,26 +52,29 @@ static inline int gfp_migratetype(gfp_t gfp)
 	return MIGRATE_UNMOVABLE;
 }
 
-/* Zone lock, interrupts disabled, counted. */
+/* Zone lock with interrupts already disabled (pcp paths), counted; released with
+ * zone_unlock_irqoff(). */
+static inline void zone_lock_irqoff(void)
+{
+	if (spin_lock_and_test_contended(&mm_zone.lock))
+		count_event(EV_ZONE_LOCK_CONTENDED);
+	count_event(EV_ZONE_LOCK);
+}
+static inline void zone_unlock_irqoff(void)
+{
+	spin_unlock(&mm_zone.lock);
+}
+/* The same disabling interrupts; released with zone_unlock(). */
 static inline unsigned long zone_lock(void)
 {
 	unsigned long f = local_irq_save();
-	if (spin_lock_contended(&mm_zone.lock))
-		count_event(EV_ZONE_LOCK_CONTENDED);
-	count_event(EV_ZONE_LOCK);
+	zone_lock_irqoff();
 	return f;
 }
 static inline void zone_unlock(unsigned long f)
 {
-	spin_unlock(&mm_zone.lock);
+	zone_unlock_irqoff();
 	local_irq_restore(f);
-}
-/* The same with interrupts already disabled (pcp paths). */
-static inline void zone_lock_irqoff(void)
-{
-	if (spin_lock_contended(&mm_zone.lock))
-		count_event(EV_ZONE_LOCK_CONTENDED);
-	count_event(EV_ZONE_LOCK);
 }
 
 /* ---- buddy core, zone lock held (page_alloc.c) ---- */

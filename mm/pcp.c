@@ -122,7 +122,7 @@ static unsigned pcp_refill(struct per_cpu_pages *pcp, unsigned order, int mt, gf
 		page->flags |= PG_pcp;
 		list_add_tail(&page->lru, &pcp->lists[idx]);
 	}
-	spin_unlock(&mm_zone.lock);
+	zone_unlock_irqoff();
 	if (got) {
 		pcp->list_count[idx] += got;
 		pcp->count += got << order;
@@ -216,7 +216,7 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, long nr)
 		nr -= 1L << order;
 		freed += 1ULL << order;
 	}
-	spin_unlock(&mm_zone.lock);
+	zone_unlock_irqoff();
 	count_events(EV_PGFREE_BULK, freed);
 }
 
