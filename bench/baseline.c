@@ -38,9 +38,7 @@ DEFINE_BENCH(call_single) {
 static void call_all_run(struct bench_ctx *ctx, struct bench_sample *s)
 {
 	cpumask_t mask;
-	cpumask_clear(&mask);
-	for (unsigned c = 0; c < ctx->ncpus; c++)
-		cpumask_set_cpu(c, &mask);
+	cpumask_first_n(&mask, ctx->ncpus);
 	u64 t0 = bench_start();
 	for (u64 i = 0; i < ctx->iters; i++)
 		smp_call_function_many(&mask, empty_call, NULL, true);

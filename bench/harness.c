@@ -106,9 +106,7 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 	unsigned n = b->parallel ? ctx->ncpus : 1;
 	if (b->parallel) {
 		cpumask_t mask;
-		cpumask_clear(&mask);
-		for (unsigned c = 0; c < n; c++)
-			cpumask_set_cpu(c, &mask);
+		cpumask_first_n(&mask, n);
 		pr.ctx = ctx;
 		smp_barrier_init(&pr.start, n);
 		smp_barrier_init(&pr.end, n);

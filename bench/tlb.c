@@ -33,6 +33,7 @@
 #include "kernel/events.h"
 #include "kernel/options.h"
 #include "kernel/printk.h"
+#include "kernel/math.h"
 #include "kernel/rcu.h"
 #include "kernel/string.h"
 #include "arch/x86_64/tsc.h"
@@ -57,13 +58,6 @@ DEFINE_OPTION_UINT(tlb_rcu_mb, "tlb_rcu_mb", 1024, 2, 1048576,
 
 static u64 uread64(u64 va) { return *(volatile u64 *)va; }
 
-static void cpus_mask(cpumask_t *m, unsigned n)
-{
-	cpumask_clear(m);
-	for (unsigned c = 0; c < n; c++)
-		cpumask_set_cpu(c, m);
-}
-
 /* ==== tlb.shootdown ==== */
 
 #define SD_RTT_CALLS 32
@@ -79,17 +73,6 @@ static struct {
 	u64 flush_po[2][2][SD_MAX_ROUNDS], rtt_po[2][2][SD_MAX_ROUNDS];
 	unsigned n[2][2];
 } sd;
-
-static u64 median_u64(u64 *v, unsigned n)
-{
-	for (unsigned i = 1; i < n; i++)
-		for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			u64 t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return n ? v[n / 2] : 0;
-}
 
 static void empty_fn(void *info) { (void)info; }
 
@@ -107,7 +90,7 @@ static void sd_thread(void *arg)
 		return;
 	}
 	cpumask_t remotes;
-	cpus_mask(&remotes, ctx->ncpus);
+	cpumask_first_n(&remotes, ctx->ncpus);
 	cpumask_clear_cpu(0, &remotes);
 	u64 rtt = 0;
 	if (!cpumask_empty(&remotes)) {
@@ -144,7 +127,7 @@ static int sd_setup(struct bench_ctx *ctx)
 static void sd_run(struct bench_ctx *ctx, struct bench_sample *s)
 {
 	cpumask_t all;
-	cpus_mask(&all, ctx->ncpus);
+	cpumask_first_n(&all, ctx->ncpus);
 	sd.ctx = ctx;
 	sd.s = s;
 	sd.stop = 0;

@@ -9,6 +9,7 @@
  */
 #include "mm/page_alloc_internal.h"
 #include "mm/memblock.h"
+#include "kernel/math.h"
 #include "kernel/options.h"
 #include "kernel/panic.h"
 #include "kernel/printk.h"
@@ -234,26 +235,12 @@ struct page *__rmqueue(unsigned order, int mt, u64 mark)
 
 /* ---------------------------------------------------------------- watermarks ---- */
 
-static u64 int_sqrt(u64 x)
-{
-	u64 r = 0;
-	for (u64 bit = 1ULL << 62; bit; bit >>= 2) {
-		if (x >= r + bit) {
-			x -= r + bit;
-			r = (r >> 1) + bit;
-		} else {
-			r >>= 1;
-		}
-	}
-	return r;
-}
-
 static void setup_watermarks(void)
 {
 	u64 managed = mm_zone.managed_pages;
 	u64 kb = READ_ONCE(min_free_kbytes);
 	if (!kb) {
-		kb = int_sqrt((managed << (PAGE_SHIFT - 10)) * 16);
+		kb = isqrt64((managed << (PAGE_SHIFT - 10)) * 16);
 		kb = MAX(kb, 128ULL);
 		kb = MIN(kb, 262144ULL);
 	}
@@ -492,18 +479,6 @@ static unsigned buddy_alloc_bulk(int mt, gfp_t gfp, unsigned nr, struct list_hea
 			break;
 	}
 	return got;
-}
-
-static void list_splice_tail_init(struct list_head *list, struct list_head *head)
-{
-	if (list_empty(list))
-		return;
-	struct list_head *first = list->next, *last = list->prev, *at = head->prev;
-	at->next = first;
-	first->prev = at;
-	last->next = head;
-	head->prev = last;
-	INIT_LIST_HEAD(list);
 }
 
 unsigned alloc_pages_bulk(gfp_t gfp, unsigned nr, struct list_head *list)

@@ -202,8 +202,7 @@ static void flush_tlb_func_remote(void *arg)
 static unsigned tlb_pick_targets(struct mm_struct *mm, unsigned self, unsigned flags,
 				 cpumask_t *mask)
 {
-	for (int i = 0; i < CPUMASK_WORDS; i++)
-		mask->bits[i] = atomic_load(&mm->cpumask.bits[i]) & cpu_online_mask.bits[i];
+	cpumask_and_online(mask, &mm->cpumask);
 	cpumask_clear_cpu(self, mask);
 	if (tlb_may_skip_lazy(flags, READ_ONCE(tlb_lazy))) {
 		unsigned cpu, skipped = 0;
@@ -322,8 +321,7 @@ void tlb_mm_release(struct mm_struct *mm)
 	if (ts->loaded_mm == mm)
 		leave_mm_local(ts, cpu);
 	cpumask_t mask;
-	for (int i = 0; i < CPUMASK_WORDS; i++)
-		mask.bits[i] = atomic_load(&mm->cpumask.bits[i]) & cpu_online_mask.bits[i];
+	cpumask_and_online(&mask, &mm->cpumask);
 	cpumask_clear_cpu(cpu, &mask);
 	local_irq_restore(irq);
 	if (!cpumask_empty(&mask))
