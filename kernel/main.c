@@ -56,7 +56,7 @@ u64 boot_mem_bytes;
 const char *cmdline_source = "none";
 
 /* Temporary IST stacks for exceptions taken before the per-CPU stacks exist. */
-static u8 early_ist[3][4096] __aligned(16);
+static u8 early_ist[3][PAGE_SIZE] __aligned(16);
 
 extern char __kernel_phys_start[], __kernel_phys_end[];
 void switch_stack_and_call(u64 stack_top, void (*fn)(void));
@@ -198,7 +198,8 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 	outb(0xa1, 0xff);
 	cpu_probe();
 	idt_init();
-	u64 ist[3] = { (u64)early_ist[0] + 4096, (u64)early_ist[1] + 4096, (u64)early_ist[2] + 4096 };
+	u64 ist[3] = { (u64)early_ist[0] + PAGE_SIZE, (u64)early_ist[1] + PAGE_SIZE,
+		       (u64)early_ist[2] + PAGE_SIZE };
 	cpu_load_descriptors(0, ist);
 
 	if (magic != MB2_BOOTLOADER_MAGIC)

@@ -105,11 +105,11 @@ static inline void flush_tlb_mm_range_nofree(struct mm_struct *mm, u64 start, u6
 }
 static inline void flush_tlb_mm(struct mm_struct *mm)
 {
-	flush_tlb_mm_range(mm, 0, TLB_FLUSH_ALL, 12, true);
+	flush_tlb_mm_range(mm, 0, TLB_FLUSH_ALL, PAGE_SHIFT, true);
 }
 static inline void flush_tlb_page(struct mm_struct *mm, u64 addr)
 {
-	flush_tlb_mm_range(mm, addr, addr + 4096, 12, false);
+	flush_tlb_mm_range(mm, addr, addr + PAGE_SIZE, PAGE_SHIFT, false);
 }
 /* This CPU only, one address (a spurious fault's stale entry). */
 void flush_tlb_one_local(u64 addr);
