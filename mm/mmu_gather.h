@@ -20,16 +20,16 @@
  * (tlb_flush_mmu: TLB flush, delayed rmaps, free pages), counted as EV_GATHER_FORCE_FLUSH
  * (and EV_GATHER_FALLBACK when the reason was a failed batch allocation).
  *
- * Delayed rmap (seed 001): a dirty shared page's map count may only drop after the TLB
+ * Delayed rmap: a dirty shared page's map count may only drop after the TLB
  * flush (until then another CPU may still write it through a stale TLB entry, and a
  * writeback that saw it unmapped would miss that write). Such pages are marked in the
  * batch; the unmap loop must call tlb_flush_mmu_tlbonly() + tlb_flush_rmaps() before it
  * drops the page-table lock (pt_unmap_range does it at the end of every level-1 table).
  * How far a gather holding delayed-rmap pages may grow is the `rmapbatch` variant:
- * `local` = the on-stack bundle only (a flush every 8 pages: the regressed kernel),
- * `multi` = one extra page-sized batch (about one flush per page table: the fix).
+ * `local` = the on-stack bundle only (a flush every MMU_GATHER_BUNDLE pages),
+ * `multi` = one extra page-sized batch (about one flush per page table).
  *
- * Table pages have their own page-sized batch (seeds 000 and 002). After the shootdown
+ * Table pages have their own page-sized batch. After the shootdown
  * a full batch is freed either one table at a time or in one free_pages_bulk() pass
  * (variant `ptfree=loop|bulk`), and either right away or only after a grace period
  * (variant `ptfree_rcu=off|on`: the batch page goes to call_rcu, kernel/rcu.h; the
@@ -183,7 +183,7 @@ static inline enum gather_next gather_next_action(bool active_is_local, bool nex
 {
 	if (delayed_rmap) {
 		/* Delayed rmaps must be flushed before the lock is dropped anyway; how much
-		 * may pile up before that is the seed-001 question. */
+		 * may pile up before that is the `rmapbatch` variant. */
 		if (rmap_policy == RMAPBATCH_LOCAL || !active_is_local)
 			return GATHER_NEXT_FLUSH;
 	}

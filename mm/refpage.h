@@ -1,5 +1,5 @@
 /*
- * Reference pages (seed 004): a read-only page holding a pattern, mapped by reads of
+ * Reference pages: a read-only page holding a pattern, mapped by reads of
  * reference-page-backed anonymous memory (VM_REFPAGE regions, `refpage_init=refpage`) and
  * copied into a private page on the first write. One page serves every mapper, so reading
  * such memory costs no RSS.
