@@ -8,6 +8,8 @@
 #include "kernel/percpu.h"
 #include "arch/x86_64/tlb.h"
 #include "mm/physmem.h"
+#include "mm/mm.h"
+#include "mm/tlbflush.h"
 
 static void empty_call(void *info)
 {
@@ -101,9 +103,30 @@ DEFINE_BENCH(invlpg) {
 	.run = invlpg_run,
 };
 
+/* tlb.cr3_reload: a user page (non-global, so a CR3 reload drops it) in an address space
+ * of its own; each operation reloads CR3 and refills that entry with one read. A kernel
+ * address would be global: the reload would keep it and the read would only hit. */
+static struct mm_struct *cr3_mm;
+#define CR3_VA 0x40000000UL
+
+static int cr3_setup(struct bench_ctx *ctx)
+{
+	(void)ctx;
+	cr3_mm = mm_alloc();
+	if (!cr3_mm)
+		return -1;
+	if (vm_mmap(cr3_mm, CR3_VA, PAGE_SIZE, VM_READ | VM_WRITE, VM_ANON, NULL) != (long)CR3_VA)
+		return -1;
+	switch_mm(cr3_mm);
+	*(volatile u64 *)CR3_VA = 1;	/* fault it in: the loop only refills the TLB */
+	switch_mm(NULL);
+	return 0;
+}
+
 static void cr3_run(struct bench_ctx *ctx, struct bench_sample *s)
 {
-	volatile u64 *p = &ctx->scratch[1];
+	volatile u64 *p = (volatile u64 *)CR3_VA;
+	switch_mm(cr3_mm);
 	u64 t0 = bench_start();
 	for (u64 i = 0; i < ctx->iters; i++) {
 		flush_tlb_local_full();
@@ -111,14 +134,24 @@ static void cr3_run(struct bench_ctx *ctx, struct bench_sample *s)
 	}
 	s->cycles = bench_stop(t0);
 	s->ops = ctx->iters;
+	switch_mm(NULL);
+}
+
+static void cr3_teardown(struct bench_ctx *ctx)
+{
+	(void)ctx;
+	if (cr3_mm)
+		mm_put(cr3_mm);
+	cr3_mm = NULL;
 }
 
 DEFINE_BENCH(cr3) {
 	.name = "tlb.cr3_reload",
-	.desc = "full non-global flush by CR3 reload plus one access after it, on one CPU",
+	.desc = "full non-global flush by CR3 reload plus the refill of one non-global (user) "
+		"entry by one read after it, on one CPU",
 	.min_cpus = 1, .def_cpus = 1,
 	.runs = 10, .warmup = 1, .iters = 20000,
 	.metric = "cr3_reload", .unit = "cycles",
 	.suite = BENCH_DEFAULT,
-	.run = cr3_run,
+	.setup = cr3_setup, .run = cr3_run, .teardown = cr3_teardown,
 };

@@ -17,8 +17,9 @@
  * around exactly the operations) and s->ops (operations done). With .parallel the body
  * runs on ctx->ncpus CPUs at once (CPU 0..ncpus-1), started together by a barrier, each
  * filling its own sample; otherwise it runs on CPU 0 only (and may drive other CPUs
- * itself). Events (kernel/events.h) are summed over all CPUs around each measured
- * round and reported per operation.
+ * itself). Events (kernel/events.h) are summed over all CPUs over the timed regions
+ * (first bench_start() in to last bench_stop() out) of each measured round and
+ * reported per operation.
  *
  * Each figure prints as one BAREMM-RESULT line (docs/OUTPUT.md) with median, mean,
  * stddev, %stddev, min, max of cycles per op over the runs (parallel: the mean over the
@@ -83,24 +84,17 @@ struct bench {
 
 extern struct bench __start_baremm_benches[], __stop_baremm_benches[];
 
-/*
- * Time a region: t0 = bench_start(); ...; s->cycles = bench_stop(t0). Fenced TSC reads.
- * The same pair brackets the region for the cycle-cost model (arch/x86_64/costmodel.h):
- * its marks sit outside the TSC reads, so they never count in the TSC figure. A body may
- * time several regions per round (their sum is its sample); a sub-measurement that is not
- * part of the sample must not use this pair.
- */
-static inline u64 bench_start(void)
-{
-	model_region_begin();
-	return rdtsc_ordered();
-}
-static inline u64 bench_stop(u64 t0)
-{
-	u64 t = rdtsc_ordered() - t0;
-	model_region_end();
-	return t;
-}
+/* Event counting follows the timed regions (bench/harness.c): the first CPU to enter
+ * snapshots every CPU's events, the last to leave snapshots them again, outside the
+ * TSC reads; a round reports the events of its timed regions only. */
+void bench_region_enter(void);
+void bench_region_exit(void);
+
+/* Time a region: t0 = bench_start(); ...; s->cycles = bench_stop(t0). Fenced TSC reads.
+ * A sub-measurement that is not the figure (e.g. a reference round trip) reads the TSC
+ * itself (rdtsc_ordered()), so its events stay out of the figure's. */
+static inline u64 bench_start(void) { bench_region_enter(); return rdtsc_ordered(); }
+static inline u64 bench_stop(u64 t0) { u64 t = rdtsc_ordered() - t0; bench_region_exit(); return t; }
 
 /* Run the benchmarks matching @glob ("default" = the default suite). */
 int bench_run_selected(const char *glob);

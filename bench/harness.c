@@ -15,6 +15,7 @@
 #include "kernel/exit.h"
 #include "kernel/ktest.h"
 #include "kernel/panic.h"
+#include "kernel/spinlock.h"
 #include "arch/x86_64/tsc.h"
 #include "arch/x86_64/pmu.h"
 #include "arch/x86_64/costmodel.h"
@@ -31,6 +32,7 @@ DEFINE_OPTION_STRING(opt_ab, "ab", NULL,
 		     "compare values of a variant option in one boot, interleaved: ab=<option>:<v1>,<v2>[,...]");
 
 #define MAX_RUNS 1000
+static bool bench_skipped;	/* run_bench: nothing measured, the reason printed */
 #define MAX_VARIANTS 4
 #define MAX_SUMMARY 256
 
@@ -66,6 +68,41 @@ static unsigned nsummary;
 static void print_fx(char *buf, size_t len, u64 x100)
 {
 	snprintf(buf, len, "%lu.%02lu", (unsigned long)(x100 / 100), (unsigned long)(x100 % 100));
+}
+
+/* ---- events of the timed regions ---- */
+
+static DEFINE_SPINLOCK(region_lock);
+static unsigned region_depth;		/* CPUs between bench_start and bench_stop */
+static unsigned region_count;		/* regions closed this round */
+static u64 region_before[NR_EVENTS], region_after[NR_EVENTS], region_acc[NR_EVENTS];
+
+/* The snapshots happen outside the TSC reads, and the lock makes a CPU entering a
+ * region wait for the first one's snapshot, so no timed work is missed. */
+void bench_region_enter(void)
+{
+	spin_lock(&region_lock);
+	if (region_depth++ == 0)
+		events_snapshot(region_before);
+	spin_unlock(&region_lock);
+}
+
+void bench_region_exit(void)
+{
+	spin_lock(&region_lock);
+	if (region_depth && --region_depth == 0) {
+		events_snapshot(region_after);
+		for (int e = 0; e < NR_EVENTS; e++)
+			region_acc[e] += region_after[e] - region_before[e];
+		region_count++;
+	}
+	spin_unlock(&region_lock);
+}
+
+static void region_reset(void)
+{
+	region_depth = region_count = 0;
+	memset(region_acc, 0, sizeof(region_acc));
 }
 
 /* ---- parallel rounds ---- */
@@ -104,6 +141,7 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 	static struct par_round pr;
 	const struct bench *b = ctx->b;
 	unsigned n = b->parallel ? ctx->ncpus : 1;
+	region_reset();
 	if (b->parallel) {
 		cpumask_t mask;
 		cpumask_first_n(&mask, n);
@@ -135,8 +173,9 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 	*per_op = sum / n;
 	*ops_per_s = tsum / n;
 	*ops = osum;
+	/* the timed regions' events; a body that times nothing reports the whole round's */
 	for (int e = 0; e < NR_EVENTS; e++)
-		ev[e] = pr.ev_after[e] - pr.ev_before[e];
+		ev[e] = region_count ? region_acc[e] : pr.ev_after[e] - pr.ev_before[e];
 }
 
 /* ---- variants ---- */
@@ -316,6 +355,17 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 		       nr_cpu_ids);
 		return EXIT_BENCH_ERROR;
 	}
+	for (unsigned v = 0; vs->opt && v < vs->n; v++) {
+		const char *why = option_value_unusable(vs->opt, vs->values[v], strlen(vs->values[v]),
+							 want);
+		if (why) {
+			/* a variant this run cannot exercise would print identical figures */
+			printk("BAREMM-INFO bench=%s skipped=\"ab=%s:%s with %u CPUs: %s\"\n", b->name,
+			       vs->opt->name, vs->values[v], want, why);
+			bench_skipped = true;
+			return EXIT_PASS;
+		}
+	}
 	unsigned runs = opt_runs ? (unsigned)opt_runs : b->runs ? b->runs : 10;
 	unsigned warm = opt_warmup != 1000 ? (unsigned)opt_warmup : b->warmup;
 	unsigned nvar = vs->opt ? vs->n : 1;
@@ -423,7 +473,15 @@ int bench_run_selected(const char *glob)
 				continue;
 			}
 		}
+		bench_skipped = false;
 		enum exit_status s = run_bench(b, &vs);
+		if (bench_skipped) {
+			if (has_wildcard(glob) || deflt)
+				continue;
+			printk("BAREMM-ERROR bench %s: the ab= variant cannot be exercised here (see the "
+			       "skipped line above)\n", b->name);
+			s = EXIT_BENCH_ERROR;
+		}
 		if (s != EXIT_PASS)
 			st = s;
 		if (s == EXIT_BENCH_ERROR && !has_wildcard(glob))

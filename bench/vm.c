@@ -63,6 +63,16 @@ DEFINE_VARIANT_BOOL(vm_refpage_eager, "vm_refpage_eager", true,
 		    "before touching (an allocator's eager memset of the whole allocation); "
 		    "false: pages are filled lazily at their first touch only");
 
+#define SPARSE_SLOT_LIST(X)                                                                 \
+	X(SPARSE_SLOT_0, "0", "the first")                                                  \
+	X(SPARSE_SLOT_511, "511", "the last")                                               \
+	X(SPARSE_SLOT_SPREAD, "spread",                                                     \
+	  "slot (i * 97) mod 512 for the i-th 2 MiB: every slot once per GiB")
+enum { SPARSE_SLOT_LIST(OPTION_ENUM_CONST) };
+DEFINE_VARIANT_ENUM(vm_sparse_slot, "vm_sparse_slot", SPARSE_SLOT_0,
+		    "vm.sparse_tables*: which 4 KiB slot of each 2 MiB the one read touches "
+		    "(tools/linux-ref's sparse cases use the same)", SPARSE_SLOT_LIST);
+
 static inline u8 uread8(u64 va) { return *(volatile u8 *)va; }
 static inline void uwrite8(u64 va, u8 v) { *(volatile u8 *)va = v; }
 static inline u64 uread64(u64 va) { return *(volatile u64 *)va; }
@@ -208,17 +218,27 @@ DEFINE_BENCH(vm_page_fault3) {
 struct sparse_state {
 	struct mm_struct *mm;
 	u64 base, len;
+	int built_slot;		/* vm_sparse_slot the parent's region was touched with */
 };
 
 static struct sparse_state sparse_state;
 
+/* Offset in the i-th 2 MiB of the page vm_sparse_slot reads. */
+static inline u64 sparse_slot_off(int mode, u64 i)
+{
+	u64 slot = mode == SPARSE_SLOT_0 ? 0 : mode == SPARSE_SLOT_511 ? 511 : (i * 97) % 512;
+	return slot << PAGE_SHIFT;
+}
+
 /* One read per 2 MiB: each maps the zero page and needs a page table of its own. */
 static void sparse_touch(u64 base, u64 len)
 {
-	for (u64 off = 0; off < len; off += PMD_SIZE)
-		if (uread8(base + off) != 0)
-			panic("bench vm: sparse region not zero at %#llx",
-			      (unsigned long long)(base + off));
+	int mode = READ_ONCE(vm_sparse_slot);
+	for (u64 off = 0, i = 0; off < len; off += PMD_SIZE, i++) {
+		u64 va = base + off + sparse_slot_off(mode, i);
+		if (uread8(va) != 0)
+			panic("bench vm: sparse region not zero at %#llx", (unsigned long long)va);
+	}
 }
 
 static int sparse_setup_common(struct bench_ctx *ctx, bool build)
@@ -238,6 +258,7 @@ static int sparse_setup_common(struct bench_ctx *ctx, bool build)
 		return -1;
 	if (build) {
 		st->base = bench_mmap(st->mm, st->len, VM_ANON, NULL);
+		st->built_slot = READ_ONCE(vm_sparse_slot);
 		switch_mm(st->mm);
 		sparse_touch(st->base, st->len);
 		switch_mm(NULL);
@@ -262,6 +283,15 @@ static void sparse_fork_run(struct bench_ctx *ctx, struct bench_sample *s)
 {
 	struct sparse_state *st = ctx->priv;
 	u64 tables = 0;
+	if (st->built_slot != READ_ONCE(vm_sparse_slot)) {
+		/* ab=vm_sparse_slot: rebuild the parent with this round's slots, untimed */
+		bench_munmap(st->mm, st->base, st->len);
+		st->base = bench_mmap(st->mm, st->len, VM_ANON, NULL);
+		st->built_slot = READ_ONCE(vm_sparse_slot);
+		switch_mm(st->mm);
+		sparse_touch(st->base, st->len);
+		switch_mm(NULL);
+	}
 	u64 t0 = bench_start();
 	for (u64 i = 0; i < ctx->iters; i++) {
 		struct mm_struct *child = dup_mm(st->mm);
@@ -296,8 +326,9 @@ DEFINE_BENCH(vm_sparse_tables) {
 	.name = "vm.sparse_tables",
 	.desc = "seed 002: address space with one byte read per 2 MiB of a GiB-sized region "
 		"(a page table per touch), then fork+exit (dup_mm + mm_put); op = one table page "
-		"built by the copy and freed by the exit (seed: 4096 GiB, ~2M tables)",
-	.reads = "",
+		"built by the copy and freed by the exit (seed: 4096 GiB, ~2M tables); the read "
+		"slot per vm_sparse_slot, table scans per pt_scan",
+	.reads = "vm_sparse_slot,pt_scan",
 	.min_cpus = 1, .def_cpus = 1, .runs = 8, .warmup = 1, .iters = 1,
 	.params = (const u64[]){ 1, 16 }, .nparams = 2, .param_name = "gib",
 	.metric = "table", .unit = "cycles", .suite = BENCH_FULL,
@@ -308,8 +339,8 @@ DEFINE_BENCH(vm_sparse_tables_munmap) {
 	.name = "vm.sparse_tables_munmap",
 	.desc = "seed 002 thread's worst case: map a GiB-sized region, read one byte per 2 MiB "
 		"(faults build a page table each), munmap (every table freed); op = one table page "
-		"built and freed",
-	.reads = "",
+		"built and freed; the read slot per vm_sparse_slot, table scans per pt_scan",
+	.reads = "vm_sparse_slot,pt_scan",
 	.min_cpus = 1, .def_cpus = 1, .runs = 8, .warmup = 1, .iters = 1,
 	.params = (const u64[]){ 1, 16 }, .nparams = 2, .param_name = "gib",
 	.metric = "table", .unit = "cycles", .suite = BENCH_FULL,

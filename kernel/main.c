@@ -236,6 +236,7 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 		printk("BAREMM-ERROR option: %s\n", oerr);
 		kernel_exit(EXIT_BAD_OPTION);
 	}
+	options_fit_machine();
 
 	setup_memblock();
 	if (boot_mem_bytes < (24ULL << 20)) {

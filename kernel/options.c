@@ -76,7 +76,10 @@ static int parse_u64(const char *s, size_t len, u64 *out)
 	return 0;
 }
 
-int option_set(struct option_desc *o, const char *val, size_t len, char *err, size_t errlen)
+/* Parse @val for a bool, uint or enum option into *out (bool 0/1, enum index); -1 with a
+ * message naming the option and its allowed values. */
+static int parse_value(const struct option_desc *o, const char *val, size_t len, u64 *out,
+		       char *err, size_t errlen)
 {
 	char allowed[256];
 	choices_str(o, allowed, sizeof(allowed));
@@ -84,55 +87,110 @@ int option_set(struct option_desc *o, const char *val, size_t len, char *err, si
 	case OPT_BOOL:
 		if ((len == 2 && !strncmp(val, "on", 2)) || (len == 1 && val[0] == '1') ||
 		    (len == 3 && !strncmp(val, "yes", 3)) || (len == 4 && !strncmp(val, "true", 4))) {
-			*(bool *)o->var = true;
+			*out = 1;
 		} else if ((len == 3 && !strncmp(val, "off", 3)) || (len == 1 && val[0] == '0') ||
 			   (len == 2 && !strncmp(val, "no", 2)) || (len == 5 && !strncmp(val, "false", 5))) {
-			*(bool *)o->var = false;
+			*out = 0;
 		} else {
 			snprintf(err, errlen, "option %s: '%.*s' is not a boolean (allowed: %s)", o->name,
 				 (int)len, val, allowed);
 			return -1;
 		}
-		break;
-	case OPT_UINT: {
-		u64 v;
-		if (parse_u64(val, len, &v)) {
+		return 0;
+	case OPT_UINT:
+		if (parse_u64(val, len, out)) {
 			snprintf(err, errlen, "option %s: '%.*s' is not a number (allowed: %s)", o->name,
 				 (int)len, val, allowed);
 			return -1;
 		}
-		if (v < o->min || v > o->max) {
+		if (*out < o->min || *out > o->max) {
 			snprintf(err, errlen, "option %s: %llu is out of range (allowed: %s)", o->name,
-				 (unsigned long long)v, allowed);
+				 (unsigned long long)*out, allowed);
 			return -1;
 		}
-		*(u64 *)o->var = v;
-		break;
-	}
-	case OPT_ENUM: {
+		return 0;
+	case OPT_ENUM:
 		for (int i = 0; o->choices[i]; i++) {
 			if (strlen(o->choices[i]) == len && !strncmp(o->choices[i], val, len)) {
-				*(int *)o->var = i;
-				o->set = true;
+				*out = (u64)i;
 				return 0;
 			}
 		}
 		snprintf(err, errlen, "option %s: '%.*s' is not allowed (allowed: %s)", o->name, (int)len,
 			 val, allowed);
 		return -1;
+	case OPT_STRING:
+		break;
 	}
-	case OPT_STRING: {
+	return -1;
+}
+
+const char *option_value_unusable(const struct option_desc *o, const char *val, size_t len,
+				  unsigned ncpus)
+{
+	char err[OPT_ERRLEN];
+	u64 v;
+	if (!o->unusable || o->type == OPT_STRING || parse_value(o, val, len, &v, err, sizeof(err)))
+		return NULL;
+	return o->unusable(v, ncpus);
+}
+
+int option_set(struct option_desc *o, const char *val, size_t len, char *err, size_t errlen)
+{
+	if (o->type == OPT_STRING) {
 		/* points into the caller's command line, which lives for the whole run */
 		if (len == 0) {
 			snprintf(err, errlen, "option %s: empty value", o->name);
 			return -1;
 		}
 		*(const char **)o->var = val;
-		break;
+		o->set = true;
+		return 0;
 	}
+	u64 v;
+	if (parse_value(o, val, len, &v, err, errlen))
+		return -1;
+	const char *why = o->unusable ? o->unusable(v, 0) : NULL;
+	if (why) {
+		snprintf(err, errlen, "option %s: '%.*s' cannot be exercised on this machine: %s",
+			 o->name, (int)len, val, why);
+		return -1;
+	}
+	switch (o->type) {
+	case OPT_BOOL:
+		*(bool *)o->var = v != 0;
+		break;
+	case OPT_UINT:
+		*(u64 *)o->var = v;
+		break;
+	default:
+		*(int *)o->var = (int)v;
+		break;
 	}
 	o->set = true;
 	return 0;
+}
+
+void options_fit_machine(void)
+{
+	struct option_desc *o;
+	for_each_option(o) {
+		if (!o->unusable || o->set || o->type == OPT_STRING)
+			continue;
+		u64 cur = o->type == OPT_BOOL ? (u64)*(bool *)o->var
+			  : o->type == OPT_UINT ? *(u64 *)o->var : (u64)*(int *)o->var;
+		if (!o->unusable(cur, 0))
+			continue;
+		if (o->type == OPT_BOOL && !o->unusable(!cur, 0)) {
+			*(bool *)o->var = !cur;
+		} else if (o->type == OPT_ENUM) {
+			for (int i = 0; o->choices[i]; i++)
+				if (!o->unusable((u64)i, 0)) {
+					*(int *)o->var = i;
+					break;
+				}
+		}
+	}
 }
 
 /* String values are terminated in place: the parser writes a NUL after each word. */

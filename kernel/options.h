@@ -28,6 +28,12 @@ struct option_desc {
 	u64 def, min, max;		/* default for bool/uint/enum; range for uint */
 	const char *def_str;		/* default for string */
 	const char *const *choices;	/* enum values, NULL-terminated */
+	/* Hardware-dependent options: NULL when the running machine can exercise value @v
+	 * (bool 0/1, uint, enum index) with @ncpus CPUs taking part (0: not known yet, i.e.
+	 * while the command line is parsed), else the reason it cannot. A value refused
+	 * here is a bad option (command line, ab=); a benchmark whose ab= values need more
+	 * CPUs than it runs on is skipped with the reason. */
+	const char *(*unusable)(u64 v, unsigned ncpus);
 	bool set;			/* given on the command line */
 } __aligned(8);
 
@@ -72,17 +78,21 @@ struct option_desc {
 #define OPTION_ENUM_NAME(id_, name_, help_) name_,
 #define OPTION_ENUM_HELP(id_, name_, help_) "; " name_ " = " help_
 
-#define __DEFINE_OPTION_ENUM(variant_, var_, name_, def_, help_, list_)                      \
+#define __DEFINE_OPTION_ENUM(variant_, check_, var_, name_, def_, help_, list_)              \
 	int var_ = (def_);                                                                   \
 	const char *const var_##_names[] = { list_(OPTION_ENUM_NAME) NULL };                 \
 	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
 		.name = name_, .help = help_ list_(OPTION_ENUM_HELP), .type = OPT_ENUM,      \
-		.variant = variant_, .var = &var_, .def = (def_), .choices = var_##_names }
+		.variant = variant_, .var = &var_, .def = (def_), .choices = var_##_names,   \
+		.unusable = (check_) }
 
 #define DEFINE_OPTION_ENUM(var_, name_, def_, help_, list_) \
-	__DEFINE_OPTION_ENUM(false, var_, name_, def_, help_, list_)
+	__DEFINE_OPTION_ENUM(false, NULL, var_, name_, def_, help_, list_)
 #define DEFINE_VARIANT_ENUM(var_, name_, def_, help_, list_) \
-	__DEFINE_OPTION_ENUM(true, var_, name_, def_, help_, list_)
+	__DEFINE_OPTION_ENUM(true, NULL, var_, name_, def_, help_, list_)
+/* A variant enum whose values depend on the machine (@check_: see .unusable above). */
+#define DEFINE_VARIANT_ENUM_HW(var_, name_, def_, check_, help_, list_) \
+	__DEFINE_OPTION_ENUM(true, check_, var_, name_, def_, help_, list_)
 
 #define DEFINE_VARIANT_UINT(var_, name_, def_, min_, max_, help_)                            \
 	u64 var_ = (def_);                                                                   \
@@ -95,6 +105,13 @@ struct option_desc {
 	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
 		.name = name_, .help = help_, .type = OPT_BOOL, .variant = true,             \
 		.var = &var_, .def = (def_) }
+
+/* A variant bool whose values depend on the machine (@check_: see .unusable above). */
+#define DEFINE_VARIANT_BOOL_HW(var_, name_, def_, check_, help_)                             \
+	bool var_ = (def_);                                                                  \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_, .type = OPT_BOOL, .variant = true,             \
+		.var = &var_, .def = (def_), .unusable = (check_) }
 
 #define DECLARE_OPTION_UINT(var_) extern u64 var_
 #define DECLARE_OPTION_BOOL(var_) extern bool var_
@@ -117,6 +134,13 @@ int option_set(struct option_desc *o, const char *val, size_t len, char *err, si
 struct option_desc *option_find(const char *name, size_t len);
 /* Print every option (name, type, allowed values, default, help) through printk. */
 void options_print_help(void);
+/* NULL when this machine can exercise value string @val of @o with @ncpus CPUs (0 =
+ * unknown), else the reason it cannot; also NULL for values that do not parse. */
+const char *option_value_unusable(const struct option_desc *o, const char *val, size_t len,
+				  unsigned ncpus);
+/* After parsing: an option left at a default this machine cannot exercise (pcid=on on a
+ * CPU without PCID) takes the value it can (bool: the other one; enum: the first). */
+void options_fit_machine(void);
 /* Format the current value of @o into buf. */
 void option_format_value(const struct option_desc *o, char *buf, size_t len);
 /* Reset every option to its default (host tests). */

@@ -198,3 +198,25 @@ KTEST_SMP(smp, barrier_holds_everyone, 2)
 	smp_run_parallel(&cpu_online_mask, barrier_rounds, NULL);
 	KT_EXPECT_EQ(barrier_err, 0);
 }
+
+/* The x2APIC ICR write must be ordered after earlier stores: MFENCE then LFENCE before
+ * the WRMSR (no other WRMSR in between). Checks the compiled instructions, so it fails
+ * if the fence is dropped or moved after the write. */
+KTEST(smp, x2apic_icr_write_is_fenced)
+{
+	static const u8 mfence[] = { 0x0f, 0xae, 0xf0 }, lfence[] = { 0x0f, 0xae, 0xe8 };
+	const u8 *code = (const u8 *)(u64)&x2apic_write_icr;
+	int at_mfence = -1, at_lfence = -1, at_wrmsr = -1;
+	for (int i = 0; i < 64 && at_wrmsr < 0; i++) {
+		if (at_mfence < 0 && !memcmp(code + i, mfence, 3))
+			at_mfence = i;
+		else if (at_mfence >= 0 && at_lfence < 0 && !memcmp(code + i, lfence, 3))
+			at_lfence = i;
+		else if (code[i] == 0x0f && code[i + 1] == 0x30)
+			at_wrmsr = i;
+	}
+	KT_EXPECT_MSG(at_mfence >= 0 && at_lfence > at_mfence && at_wrmsr > at_lfence,
+		      "x2apic_write_icr: mfence at %d, lfence at %d, wrmsr at %d (want mfence < "
+		      "lfence < wrmsr)", at_mfence, at_lfence, at_wrmsr);
+}
+

@@ -22,6 +22,7 @@ enum migratetype {
 	MIGRATE_RECLAIMABLE,
 	MIGRATE_TYPES
 };
+#define MIGRATE_PCPTYPES MIGRATE_TYPES	/* types with pcp lists: every one baremm has */
 
 typedef unsigned gfp_t;
 #define __GFP_MOVABLE 0x01u	/* migratetype movable (user pages) */

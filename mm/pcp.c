@@ -188,9 +188,12 @@ unsigned pcp_alloc_bulk(int mt, gfp_t gfp, unsigned nr, struct list_head *out)
 static void free_pcppages_bulk(struct per_cpu_pages *pcp, long nr)
 {
 	int mode = READ_ONCE(pcp_mt);
-	u64 freed = 0;
+	u64 freed = 0, blocks = 0;
 
 	zone_lock_irqoff();
+	/* cached: a pageblock isolated while its pages sat here makes every cached type
+	 * suspect, so each page checks this (read once per pass, tested per page) */
+	bool isolated = READ_ONCE(mm_zone.isolated_pageblocks) != 0;
 	while (nr > 0 && pcp->count) {
 		unsigned idx = pcp->rr;
 		do {
@@ -204,29 +207,46 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, long nr)
 		pcp->count -= 1u << order;
 		page->flags &= ~PG_pcp;
 		/*
-		 * Seed 003. cached: trust the type recorded at pcp entry; if the pageblock
-		 * was claimed by another type meanwhile, the page goes back to the stale
-		 * type's list (accounting and merging stay exact; only list placement
-		 * differs). lookup: read the bitmap now, always the current type.
+		 * Seed 003. cached: trust the type recorded at pcp entry unless pageblocks
+		 * are isolated; if the pageblock was claimed by another type meanwhile, the
+		 * page goes back to the stale type's list (accounting and merging stay exact;
+		 * only list placement differs). lookup: read the bitmap now, always the
+		 * current type. The lookups are counted after the loop, the same way in both
+		 * variants, so neither pays for instrumentation per page.
 		 */
-		int mt = mode == PCP_MT_CACHED ? page->migratetype
-					       : pageblock_mt_counted(page_to_pfn(page));
+		int mt;
+		if (mode == PCP_MT_CACHED) {
+			mt = page->migratetype;
+			if (unlikely(isolated))
+				mt = __pageblock_mt(page_to_pfn(page));
+		} else {
+			mt = __pageblock_mt(page_to_pfn(page));
+		}
 		__free_one_page(page, order, mt);
 		mm_zone.free_pages += 1ULL << order;
 		nr -= 1L << order;
 		freed += 1ULL << order;
+		blocks++;
 	}
 	zone_unlock_irqoff();
 	count_events(EV_PGFREE_BULK, freed);
+	count_events(EV_PAGEBLOCK_LOOKUP, mode != PCP_MT_CACHED || isolated ? blocks : 0);
 }
 
 /* Irqs off. */
 static inline void __pcp_free(struct per_cpu_pages *pcp, struct page *page, unsigned order,
 			      int mt)
 {
+	if (READ_ONCE(pcp_mt) == PCP_MT_CACHED) {
+		page->migratetype = (u8)mt;	/* the cache write */
+		mt = page->migratetype;		/* the list is picked from the cached type */
+	}
+	/* The pcp-type branch, on the type the variant picks the list by: only the pcp
+	 * types have lists (all of baremm's types are; a type beyond them, as Linux's
+	 * highatomic or CMA, would join the movable list). */
+	if (unlikely((unsigned)mt >= MIGRATE_PCPTYPES))
+		mt = MIGRATE_MOVABLE;
 	unsigned idx = pcp_index(order, mt);
-	if (READ_ONCE(pcp_mt) == PCP_MT_CACHED)
-		page->migratetype = (u8)mt;
 	page->flags |= PG_pcp;
 	page->order = (u8)order;
 	list_add(&page->lru, &pcp->lists[idx]);

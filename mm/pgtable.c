@@ -4,17 +4,25 @@
  */
 #include "mm/pgtable.h"
 #include "mm/mmu_gather.h"
+#include "mm/tlbflush.h"
 #include "mm/rmap.h"
 #include "mm/page_alloc.h"
 #include "kernel/events.h"
 #include "kernel/panic.h"
 #include "kernel/string.h"
+#include "kernel/options.h"
 
 #ifndef BAREMM_HOST
 #include "arch/x86_64/cpu.h"
 #endif
 
 u64 pte_nx = _PAGE_NX;
+
+/* How copy and zap scan a last-level table. Linux reads every slot of the range (512
+ * for a whole table); `used` stops once the table's present entries (pt_used) have all
+ * been seen, so a sparse table costs its entries instead of 512 reads. */
+DEFINE_VARIANT_ENUM(pt_scan, "pt_scan", PT_SCAN_FULL, "fork copy and unmap zap of a page table",
+		    PT_SCAN_LIST);
 
 void pgtable_init_nx(void)
 {
@@ -213,18 +221,28 @@ int pt_map_range(struct pgtable *pt, u64 va, phys_addr_t pa, u64 len, u64 flags,
 
 /*
  * Turn the huge leaf at @slot (a level-@level entry) into a table of level-1 leaves
- * mapping the same memory with the same flags. The translations do not change, so no
- * TLB flush is needed for the split itself. Returns false when out of memory.
+ * mapping the same memory with the same flags. The translations do not change, but a
+ * TLB must never hold the huge entry and a small one for the same address at once (the
+ * SDM leaves the result of such a mix undefined), so the leaf is first invalidated (made
+ * non-present), then flushed on every CPU that may cache it, and only then is the table
+ * installed. The children take the flags of the invalidated entry, so an accessed or
+ * dirty bit set until the invalidation is kept. A CPU touching the range in between
+ * faults and waits for the mm lock the caller holds. Returns false when out of memory
+ * (nothing changed).
  */
-static bool split_huge(struct pgtable *pt, u64 *slot, int level)
+static bool split_huge(struct pgtable *pt, u64 *slot, int level, u64 addr,
+		       struct mmu_gather *tlb)
 {
-	u64 v = READ_ONCE(*slot);
 	struct page *t = pt_table_alloc(level - 1);
 	if (!t)
 		return false;
+	u64 size = PT_LEVEL_SIZE(level);
+	u64 haddr = addr & ~(size - 1);
+	u64 v = pt_clear(slot);
+	flush_tlb_mm_range_nofree(tlb->mm, haddr, haddr + size, level == 2 ? PMD_SHIFT : PUD_SHIFT);
 	u64 *child = page_address(t);
 	u64 child_size = PT_LEVEL_SIZE(level - 1);
-	u64 base = v & PTE_ADDR_MASK & ~(PT_LEVEL_SIZE(level) - 1);
+	u64 base = v & PTE_ADDR_MASK & ~(size - 1);
 	u64 fl = v & ~PTE_ADDR_MASK;
 	if (level - 1 == 1)
 		fl &= ~_PAGE_PSE;
@@ -232,7 +250,7 @@ static bool split_huge(struct pgtable *pt, u64 *slot, int level)
 		child[i] = (base + i * child_size) | fl;
 	t->pt_used = PT_ENTRIES;
 	pt->nr_tables++;
-	(void)pt_replace(slot, page_to_phys(t) | _PAGE_TABLE);
+	pt_set(slot, page_to_phys(t) | _PAGE_TABLE);
 	return true;
 }
 
@@ -247,10 +265,12 @@ struct zap_ctx {
 static void zap_pte_table(struct zap_ctx *z, u64 *table, u64 addr, u64 end)
 {
 	struct mmu_gather *tlb = z->tlb;
-	/* pt_used counts the table's present entries: once it is 0 nothing is left to zap,
-	 * so a sparse table costs its present entries, not 512 slot reads. */
+	/* pt_scan=used: pt_used counts the table's present entries; once it is 0 nothing
+	 * is left to zap, so a sparse table costs its present entries, not 512 slot reads.
+	 * pt_scan=full (default, as Linux) reads every slot of the range. */
 	const struct page *tp = virt_to_page(table);
-	for (; addr < end && tp->pt_used; addr += PAGE_SIZE) {
+	bool full = READ_ONCE(pt_scan) == PT_SCAN_FULL;
+	for (; addr < end && (full || tp->pt_used); addr += PAGE_SIZE) {
 		u64 *slot = &table[pt_index(addr, 1)];
 		if (!pte_present(READ_ONCE(*slot)))
 			continue;
@@ -311,7 +331,7 @@ static void zap_level(struct zap_ctx *z, u64 *table, int level, u64 addr, u64 en
 				addr = next;
 				continue;
 			}
-			if (!split_huge(z->pt, slot, level))
+			if (!split_huge(z->pt, slot, level, addr, z->tlb))
 				panic("pgtable: out of memory splitting a %s leaf at %#llx for an unmap",
 				      level == 2 ? "2 MiB" : "1 GiB", (unsigned long long)addr);
 			v = READ_ONCE(*slot);
@@ -360,7 +380,7 @@ static long protect_level(struct pgtable *pt, u64 *table, int level, u64 addr, u
 		}
 		if (is_leaf(v, level) && level > 1 &&
 		    !covers_entry(addr, next, level)) {
-			if (!split_huge(pt, slot, level))
+			if (!split_huge(pt, slot, level, addr, tlb))
 				return -1;
 			v = READ_ONCE(*slot);
 		}
@@ -416,15 +436,17 @@ static void copy_leaf(u64 *slot, u64 v, u64 *dslot, struct pt_zap_stats *st)
 
 /*
  * A last-level table: the destination table is found (or allocated) once, not walked
- * from the root per entry, and the scan stops after the source's present entries
- * (pt_used; entries before @addr may make it an overcount, never an undercount).
+ * from the root per entry. pt_scan=full reads every slot of the range, as Linux;
+ * pt_scan=used stops after the source's present entries (pt_used; entries before @addr
+ * may make it an overcount, never an undercount).
  */
 static int copy_pte_table(struct pgtable *dst, u64 *table, u64 addr, u64 end,
 			  struct pt_zap_stats *st)
 {
+	bool full = READ_ONCE(pt_scan) == PT_SCAN_FULL;
 	unsigned left = virt_to_page(table)->pt_used;
 	u64 *dtable = NULL;
-	for (; addr < end && left; addr += PAGE_SIZE) {
+	for (; addr < end && (full || left); addr += PAGE_SIZE) {
 		unsigned idx = pt_index(addr, 1);
 		u64 v = READ_ONCE(table[idx]);
 		if (!pte_present(v))

@@ -21,19 +21,35 @@
 #include "kernel/percpu.h"
 #include "kernel/events.h"
 
+/* The shootdown switches only change what happens on other CPUs. */
+static const char *needs_remote(u64 v, unsigned ncpus)
+{
+	(void)v;
+	return ncpus == 1 ? "one CPU takes part, so no flush reaches another CPU and every value "
+			    "runs the same code" : NULL;
+}
+
+static const char *pcid_unusable(u64 v, unsigned ncpus)
+{
+	(void)ncpus;
+	return v && !boot_cpu.pcid ? "the CPU has no PCID (CPUID.01H:ECX bit 17; QEMU TCG offers "
+				     "none), so pcid=on would run exactly the pcid=off code" : NULL;
+}
+
 DEFINE_VARIANT_UINT(tlb_ceiling, "tlb_ceiling", 33, 0, 1UL << 20,
 		    "largest flush (in pages) done with one INVLPG per page; above it a full flush");
-DEFINE_VARIANT_ENUM(tlb_protocol, "tlb_protocol", TLB_PROTO_CONCURRENT, "shootdown order",
-		    TLB_PROTOCOL_LIST);
-DEFINE_VARIANT_BOOL(tlb_early_ack, "tlb_early_ack", false,
+DEFINE_VARIANT_ENUM_HW(tlb_protocol, "tlb_protocol", TLB_PROTO_CONCURRENT, needs_remote,
+		       "shootdown order", TLB_PROTOCOL_LIST);
+DEFINE_VARIANT_BOOL_HW(tlb_early_ack, "tlb_early_ack", false, needs_remote,
 		    "responders acknowledge before flushing, for flushes that free nothing "
 		    "(no pages, no page tables)");
-DEFINE_VARIANT_BOOL(tlb_lazy, "tlb_lazy", true,
+DEFINE_VARIANT_BOOL_HW(tlb_lazy, "tlb_lazy", true, needs_remote,
 		    "flushes that free no page tables skip CPUs holding the mm lazily (they "
 		    "catch up through the generation when they switch back)");
-DEFINE_VARIANT_BOOL(opt_pcid, "pcid", true,
-		    "use PCID (dynamic ASIDs, no-flush CR3 loads) when the CPU has it");
-DEFINE_VARIANT_BOOL(tlb_test_skip_remote, "tlb_test_skip_remote", false,
+DEFINE_VARIANT_BOOL_HW(opt_pcid, "pcid", true, pcid_unusable,
+		       "use PCID (dynamic ASIDs, no-flush CR3 loads); on is refused on a CPU "
+		       "without PCID, where the default becomes off");
+DEFINE_VARIANT_BOOL_HW(tlb_test_skip_remote, "tlb_test_skip_remote", false, needs_remote,
 		    "test only: never flush remote CPUs (breaks correctness; the stale-TLB test "
 		    "uses it to prove it can see a stale TLB)");
 

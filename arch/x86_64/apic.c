@@ -41,12 +41,23 @@ static void apic_write(u32 reg, u32 v)
 		xapic[reg / 4] = v;
 }
 
+/* Not inlined, so tests can check its instructions (kernel/smp_test.c). */
+__attribute__((noinline)) void x2apic_write_icr(u64 v)
+{
+	__asm__ __volatile__("mfence; lfence" ::: "memory");
+	wrmsr(0x830, v);
+}
+
 static void apic_write_icr(u32 dest, u32 lo)
 {
 	unsigned long f = local_irq_save();
 	if (apic_x2) {
-		/* x2APIC: one 64-bit write; serialising on its own */
-		wrmsr(0x830, ((u64)dest << 32) | lo);
+		/* x2APIC: one 64-bit write. WRMSR to the x2APIC registers is not serialising
+		 * (Intel SDM vol. 3, x2APIC MSR access), so stores made before it (a queued
+		 * call, a flush request) could still be in the store buffer when the target
+		 * takes the interrupt. MFENCE drains them and LFENCE keeps the WRMSR from
+		 * starting before the MFENCE completes: the sequence the SDM documents. */
+		x2apic_write_icr(((u64)dest << 32) | lo);
 	} else {
 		while (xapic[APIC_ICR_LO / 4] & ICR_BUSY)
 			__builtin_ia32_pause();

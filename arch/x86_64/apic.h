@@ -12,6 +12,9 @@
 extern bool apic_x2;	/* x2APIC mode in use */
 
 void apic_init_cpu(void);		/* enable this CPU's APIC, spurious vector */
+/* x2APIC ICR write (MSR 0x830), preceded by MFENCE; LFENCE because that WRMSR is not
+ * serialising: earlier stores are globally visible before the IPI goes out. */
+void x2apic_write_icr(u64 v);
 u32 apic_read_id(void);
 void apic_eoi(void);
 void apic_send_ipi(u32 apic_id, u8 vector);

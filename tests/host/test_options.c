@@ -13,6 +13,20 @@ DEFINE_VARIANT_ENUM(t_var, "var", T_X, "a variant", T_VAR_LIST);
 DEFINE_OPTION_STRING(t_str, "str", "dflt", "a string");
 DEFINE_OPTION_UINT(t_big, "big", 0, 0, ~0ULL, "any number");
 
+/* A hardware-dependent switch: "on" needs a feature the fake machine may lack, and any
+ * value needs two CPUs once the CPU count is known. */
+static bool fake_feature;
+static const char *hw_check(u64 v, unsigned ncpus)
+{
+	if (v && !fake_feature)
+		return "no such feature";
+	return ncpus == 1 ? "needs two CPUs" : NULL;
+}
+DEFINE_VARIANT_BOOL_HW(t_hw, "hw", true, hw_check, "a hardware switch");
+#define T_HWE_LIST(X) X(T_PLAIN, "plain", "no feature needed") X(T_FANCY, "fancy", "needs the feature")
+enum { T_HWE_LIST(OPTION_ENUM_CONST) };
+DEFINE_VARIANT_ENUM_HW(t_hwe, "hwe", T_FANCY, hw_check, "a hardware enum", T_HWE_LIST);
+
 static char err[OPT_ERRLEN];
 static bool help;
 
@@ -109,6 +123,48 @@ HTEST(enum_from_one_list)
 	HT_EXPECT(!strcmp(o->help, "a mode; alpha = first; beta = second; gamma = third"));
 	HT_ASSERT(parse("mode=alpha") == 0);
 	HT_EXPECT_EQ(t_mode, T_ALPHA);
+}
+
+HTEST(hardware_switch_refused_with_reason)
+{
+	fake_feature = false;
+	HT_EXPECT(parse("hw=on") != 0);
+	HT_EXPECT(strstr(err, "hw") && strstr(err, "cannot be exercised") &&
+		  strstr(err, "no such feature"));
+	HT_EXPECT(parse("hwe=fancy") != 0);
+	HT_EXPECT(strstr(err, "no such feature"));
+	HT_EXPECT_EQ(parse("hw=off hwe=plain"), 0);
+	HT_EXPECT(!t_hw);
+	/* an ab= value goes through option_set too */
+	char e[OPT_ERRLEN];
+	struct option_desc *o = option_find("hw", 2);
+	HT_ASSERT(o != NULL);
+	HT_EXPECT(option_set(o, "on", 2, e, sizeof(e)) != 0);
+	HT_EXPECT(strstr(e, "no such feature"));
+	fake_feature = true;
+	HT_EXPECT_EQ(parse("hw=on"), 0);
+	HT_EXPECT(t_hw);
+	/* the CPU count is only known to the harness */
+	HT_EXPECT(option_value_unusable(o, "off", 3, 0) == NULL);
+	HT_EXPECT(option_value_unusable(o, "off", 3, 2) == NULL);
+	HT_EXPECT(option_value_unusable(o, "off", 3, 1) != NULL);
+	HT_EXPECT(option_value_unusable(o, "bogus", 5, 1) == NULL);
+}
+
+HTEST(default_fits_the_machine)
+{
+	fake_feature = false;
+	HT_EXPECT_EQ(parse(""), 0);
+	HT_EXPECT(t_hw);	/* the declared default */
+	HT_EXPECT_EQ(t_hwe, 1);
+	options_fit_machine();
+	HT_EXPECT(!t_hw);	/* a default the machine cannot run becomes the other value */
+	HT_EXPECT_EQ(t_hwe, 0);
+	fake_feature = true;
+	HT_EXPECT_EQ(parse(""), 0);
+	options_fit_machine();
+	HT_EXPECT(t_hw);
+	HT_EXPECT_EQ(t_hwe, 1);
 }
 
 int main(void)

@@ -208,7 +208,7 @@ HTEST(pcp_off_goes_straight_to_buddy)
  * claimed by an unmovable allocation. Returns the checker's stale block count after the
  * drain.
  */
-static u64 stolen_pageblock(int mode, int *ht_failures, u64 *lookups_in_drain)
+static u64 stolen_pageblock(int mode, bool isolated, int *ht_failures, u64 *lookups_in_drain)
 {
 	min_free_kbytes = 4;
 	struct env_range mem[] = { { 0x100000, 32 << 20 } };
@@ -257,7 +257,9 @@ static u64 stolen_pageblock(int mode, int *ht_failures, u64 *lookups_in_drain)
 
 	u64 lk = ev(EV_PAGEBLOCK_LOOKUP);
 	opt_pcp = true;
+	mm_zone.isolated_pageblocks = isolated;
 	drain_local_pages();
+	mm_zone.isolated_pageblocks = 0;
 	*lookups_in_drain = ev(EV_PAGEBLOCK_LOOKUP) - lk;
 	HT_EXPECT_EQ(page_alloc_check_report(&r), 0);
 	u64 stale = r.stale_blocks;
@@ -266,7 +268,8 @@ static u64 stolen_pageblock(int mode, int *ht_failures, u64 *lookups_in_drain)
 	struct page *blk = pfn_to_page(base + 256);
 	HT_EXPECT(blk->flags & PG_buddy);
 	HT_EXPECT_EQ(blk->order, 8);
-	HT_EXPECT_EQ(blk->migratetype, mode == PCP_MT_CACHED ? MIGRATE_MOVABLE : MIGRATE_UNMOVABLE);
+	HT_EXPECT_EQ(blk->migratetype, mode == PCP_MT_CACHED && !isolated ? MIGRATE_MOVABLE
+									 : MIGRATE_UNMOVABLE);
 
 	for (u64 i = 0; i < max_pfn; i++)
 		if (all[i])
@@ -280,15 +283,25 @@ static u64 stolen_pageblock(int mode, int *ht_failures, u64 *lookups_in_drain)
 HTEST(pcp_mt_cached_returns_stolen_page_to_stale_list)
 {
 	u64 lookups;
-	u64 stale = stolen_pageblock(PCP_MT_CACHED, ht_failures, &lookups);
+	u64 stale = stolen_pageblock(PCP_MT_CACHED, false, ht_failures, &lookups);
 	HT_EXPECT_EQ(stale, 1);
 	HT_EXPECT_EQ(lookups, 0);
+}
+
+/* The cached type carries the per-page isolated-pageblock check: with a pageblock
+ * isolated, bulk free looks every page's type up (and finds the current one). */
+HTEST(pcp_mt_cached_rechecks_when_pageblocks_isolated)
+{
+	u64 lookups;
+	u64 stale = stolen_pageblock(PCP_MT_CACHED, true, ht_failures, &lookups);
+	HT_EXPECT_EQ(stale, 0);
+	HT_EXPECT_EQ(lookups, 1);
 }
 
 HTEST(pcp_mt_lookup_returns_stolen_page_to_current_list)
 {
 	u64 lookups;
-	u64 stale = stolen_pageblock(PCP_MT_LOOKUP, ht_failures, &lookups);
+	u64 stale = stolen_pageblock(PCP_MT_LOOKUP, false, ht_failures, &lookups);
 	HT_EXPECT_EQ(stale, 0);
 	HT_EXPECT_EQ(lookups, 1);
 }

@@ -175,6 +175,54 @@ HTEST(partial_unmap_splits_huge_leaf)
 	HT_EXPECT(teardown_ok());
 }
 
+/* split_huge: the huge leaf is invalidated, then flushed, then the table installed. */
+static u64 split_va;
+static int split_flushes_seen, split_flush_saw_present;
+static void record_split_flush(const struct fake_flush *f)
+{
+	if (f->start != split_va || f->end != split_va + PMD_SIZE || f->stride_shift != PMD_SHIFT)
+		return;
+	split_flushes_seen++;
+	int level;
+	if (pt_lookup(&pt, split_va, &level))	/* anything still mapped there? */
+		split_flush_saw_present++;
+}
+
+HTEST(split_invalidates_then_flushes_then_installs)
+{
+	setup();
+	u64 va = 8 * PMD_SIZE, pa = 0x40000000;
+	HT_ASSERT(pt_map_range(&pt, va, pa, PMD_SIZE, _PAGE_RW, PT_MAP_HUGE) == 0);
+	split_va = va;
+	split_flushes_seen = split_flush_saw_present = 0;
+	fake_flush_hook = record_split_flush;
+	u64 n0 = fake_nr_flushes;
+	/* a protection change of one page splits the leaf */
+	HT_EXPECT_EQ(protect(va + 3 * PAGE_SIZE, va + 4 * PAGE_SIZE, _PAGE_RW, 0), 1);
+	fake_flush_hook = NULL;
+	HT_EXPECT_EQ(split_flushes_seen, 1);
+	HT_EXPECT_EQ(split_flush_saw_present, 0);	/* flushed while invalid */
+	HT_EXPECT(fake_nr_flushes >= n0 + 2);		/* the split's flush, then the gather's */
+	int level;
+	HT_ASSERT(pt_lookup(&pt, va, &level));
+	HT_EXPECT_EQ(level, 1);
+	HT_EXPECT_EQ(translate(va + 511 * PAGE_SIZE), pa + 511 * PAGE_SIZE);
+	HT_EXPECT(!pte_write(pt_get(&pt, va + 3 * PAGE_SIZE)));
+	HT_EXPECT(pte_write(pt_get(&pt, va + 4 * PAGE_SIZE)));
+	/* the same through a partial unmap */
+	split_va = va + PMD_SIZE;
+	HT_ASSERT(pt_map_range(&pt, split_va, pa, PMD_SIZE, _PAGE_RW, PT_MAP_HUGE) == 0);
+	split_flushes_seen = split_flush_saw_present = 0;
+	fake_flush_hook = record_split_flush;
+	unmap(split_va + PAGE_SIZE, split_va + 2 * PAGE_SIZE);
+	fake_flush_hook = NULL;
+	HT_EXPECT_EQ(split_flushes_seen, 1);
+	HT_EXPECT_EQ(split_flush_saw_present, 0);
+	HT_EXPECT_EQ(translate(split_va), pa);
+	HT_EXPECT_EQ(translate(split_va + PAGE_SIZE), ~0UL);
+	HT_EXPECT(teardown_ok());
+}
+
 static u64 frees_at_flush;
 static void record_frees(const struct fake_flush *f)
 {
@@ -315,6 +363,62 @@ HTEST(unmap_drops_references_and_delays_dirty_shared)
 	page_clear_flags(clean, PG_shared);
 	put_page(shared);
 	put_page(clean);
+	HT_EXPECT(teardown_ok());
+}
+
+/*
+ * pt_scan: full reads every slot of a table (Linux), used stops after pt_used present
+ * entries. Shown by under-stating a table's count: full still copies and zaps the entry
+ * at slot 511, used stops after slot 0.
+ */
+static void copy_with_scan(int mode, bool *got0, bool *got511, int *ht_failures)
+{
+	struct pgtable child;
+	HT_ASSERT(pt_init(&child, kernel_pml4) == 0);
+	u64 base = 0x600000;
+	u64 *leaf = pt_lookup(&pt, base, NULL);
+	HT_ASSERT(leaf != NULL);
+	struct page *tp = virt_to_page((void *)((uintptr_t)leaf & ~(uintptr_t)(PAGE_SIZE - 1)));
+	unsigned real = tp->pt_used;
+	tp->pt_used = 1;	/* pretend only one entry: what `used` trusts */
+	pt_scan = mode;
+	HT_EXPECT_EQ(pt_copy_range(&child, &pt, base, base + PMD_SIZE, NULL), 0);
+	pt_scan = PT_SCAN_FULL;
+	tp->pt_used = real;
+	*got0 = pte_present(pt_get(&child, base));
+	*got511 = pte_present(pt_get(&child, base + 511 * PAGE_SIZE));
+	struct mmu_gather tlb;
+	tlb_gather_mmu_fullmm(&tlb, FAKE_MM);
+	pt_unmap_range(&child, 0, USER_VA_END, &tlb, NULL);
+	tlb_finish_mmu(&tlb);
+	pt_destroy(&child);
+}
+
+HTEST(pt_scan_full_reads_every_slot)
+{
+	setup();
+	u64 base = 0x600000;
+	HT_ASSERT(pt_map_range(&pt, base, 0x1000000, PAGE_SIZE, 0, 0) == 0);		/* slot 0 */
+	HT_ASSERT(pt_map_range(&pt, base + 511 * PAGE_SIZE, 0x1001000, PAGE_SIZE, 0, 0) == 0);
+	bool a, b;
+	a = b = false;
+	copy_with_scan(PT_SCAN_FULL, &a, &b, ht_failures);
+	HT_EXPECT(a && b);
+	copy_with_scan(PT_SCAN_USED, &a, &b, ht_failures);
+	HT_EXPECT(a && !b);
+	/* both give the same result when the count is right */
+	struct pgtable child;
+	HT_ASSERT(pt_init(&child, kernel_pml4) == 0);
+	pt_scan = PT_SCAN_USED;
+	HT_EXPECT_EQ(pt_copy_range(&child, &pt, base, base + PMD_SIZE, NULL), 0);
+	HT_EXPECT(pte_present(pt_get(&child, base + 511 * PAGE_SIZE)));
+	struct mmu_gather tlb;
+	tlb_gather_mmu_fullmm(&tlb, FAKE_MM);
+	pt_unmap_range(&child, 0, USER_VA_END, &tlb, NULL);
+	tlb_finish_mmu(&tlb);
+	HT_EXPECT_EQ(child.nr_tables, 0);
+	pt_destroy(&child);
+	pt_scan = PT_SCAN_FULL;
 	HT_EXPECT(teardown_ok());
 }
 
