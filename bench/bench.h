@@ -90,11 +90,27 @@ extern struct bench __start_baremm_benches[], __stop_baremm_benches[];
 void bench_region_enter(void);
 void bench_region_exit(void);
 
-/* Time a region: t0 = bench_start(); ...; s->cycles = bench_stop(t0). Fenced TSC reads.
- * A sub-measurement that is not the figure (e.g. a reference round trip) reads the TSC
- * itself (rdtsc_ordered()), so its events stay out of the figure's. */
-static inline u64 bench_start(void) { bench_region_enter(); return rdtsc_ordered(); }
-static inline u64 bench_stop(u64 t0) { u64 t = rdtsc_ordered() - t0; bench_region_exit(); return t; }
+/*
+ * Time a region: t0 = bench_start(); ...; s->cycles = bench_stop(t0). Fenced TSC reads.
+ * The same pair brackets the region for the cycle-cost model (arch/x86_64/costmodel.h)
+ * and for the event counts; both sit outside the TSC reads, so they never count in the
+ * TSC figure. A body may time several regions per round (their sum is its sample). A
+ * sub-measurement that is not the figure (e.g. a reference round trip) reads the TSC
+ * itself (rdtsc_ordered()), so its events and model cycles stay out of the figure's.
+ */
+static inline u64 bench_start(void)
+{
+	bench_region_enter();
+	model_region_begin();
+	return rdtsc_ordered();
+}
+static inline u64 bench_stop(u64 t0)
+{
+	u64 t = rdtsc_ordered() - t0;
+	model_region_end();
+	bench_region_exit();
+	return t;
+}
 
 /* Run the benchmarks matching @glob ("default" = the default suite). */
 int bench_run_selected(const char *glob);
