@@ -78,6 +78,7 @@ HOSTCFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -DBAREMM_HOST -I. -Itests/
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 HOST_TESTS :=
 include $(wildcard tests/host/*.mk)
+include model/model.mk
 HOST_BINS := $(patsubst %,$(BUILD)/host/%,$(HOST_TESTS))
 HOST_COMMON := tests/host/htest.c tests/host/host_shim.c kernel/events.c
 

@@ -1,0 +1,193 @@
+/*
+ * The cost model's parts that do not depend on QEMU: the profile (profile.c), the caches
+ * (cache.c), the TLBs (tlb.c) and the x86 instruction classifier (decode.c). The plugin
+ * glue (costmodel.c) wires them to QEMU; the host test (test_model.c) tests them alone.
+ */
+#ifndef BAREMM_MODEL_H
+#define BAREMM_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+
+/* ---- profile (profile.c) ---- */
+
+/* Every value a profile must give. Decimal values (FX) are kept x100. */
+struct profile {
+	char name[64];
+	u64 ghz_x100;		/* FX: core clock, GHz */
+	u64 base_cpi_x100;	/* FX: cycles charged per instruction */
+	u64 l1d_kib, l1d_ways, l1d_lat;
+	u64 l2_kib, l2_ways, l2_lat;
+	u64 llc_kib, llc_ways, llc_lat;
+	u64 mem_lat;
+	u64 dtlb4k_entries, dtlb4k_ways;
+	u64 dtlb2m_entries, dtlb2m_ways;
+	u64 stlb_entries, stlb_ways, stlb_lat;
+	u64 walk_overhead;
+	u64 atomic, serialise, cpuid, wrmsr, mov_cr, invlpg, fence;
+	u64 irq_roundtrip, ipi_latency, pause, hlt;
+	u64 rep_line, rep_mem_line;
+};
+
+/* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */
+int profile_parse(const char *text, const char *fname, struct profile *p, char *err, size_t errlen);
+/* Reads and parses a file. */
+int profile_load(const char *path, struct profile *p, char *err, size_t errlen);
+/* One line stating the whole profile (the BAREMM-MODEL line's body, no newline). */
+int profile_describe(const struct profile *p, char *buf, size_t len);
+
+/* ---- caches (cache.c): set-associative, 64-byte lines, true LRU ---- */
+
+#define LINE_SHIFT 6
+
+struct cache_way {
+	u64 tag;	/* line number + 1; 0 = invalid */
+	u64 stamp;	/* last use; the smallest in a set is the LRU way */
+};
+
+struct cache {
+	u32 sets, ways;
+	u64 set_mask;	/* sets - 1 when sets is a power of two, else 0 (modulo) */
+	u64 clock;
+	struct cache_way *w;
+};
+
+int cache_init(struct cache *c, u64 kib, u64 ways);
+void cache_free(struct cache *c);
+static inline u64 cache_set(const struct cache *c, u64 line)
+{
+	return c->set_mask ? (line & c->set_mask) : (line % c->sets);
+}
+/* Looks the line up; a hit makes it MRU; a miss fills it over the LRU way (or an
+ * invalid one). Returns true on hit. */
+bool cache_access(struct cache *c, u64 line);
+bool cache_contains(const struct cache *c, u64 line);
+/* Drops the line if present (another CPU's store). Returns true if it was there. */
+bool cache_invalidate(struct cache *c, u64 line);
+
+enum { LVL_L1 = 0, LVL_L2, LVL_LLC, LVL_MEM };
+
+/* One CPU's view: private L1d and L2, a shared LLC. Non-inclusive non-exclusive: a miss
+ * fills every level it missed in; an eviction at one level touches no other level. */
+struct hierarchy {
+	struct cache *l1, *l2, *llc;
+};
+/* Returns the level that served the line (LVL_*). */
+int hier_access(const struct hierarchy *h, u64 line);
+
+/* ---- TLBs (tlb.c) ---- */
+
+struct tlb_way {
+	u64 tag;	/* (page number << 1 | is_2m) + 1; 0 = invalid */
+	u64 stamp;
+	bool global;
+};
+
+struct tlb_array {
+	u32 sets, ways;
+	u64 clock;
+	struct tlb_way *w;
+};
+
+/* L1 dTLB split by page size, second-level TLB shared by 4 KiB and 2 MiB entries. */
+struct tlb {
+	struct tlb_array d4k, d2m, stlb;
+};
+
+enum { TLB_L1_HIT = 0, TLB_STLB_HIT, TLB_MISS };
+
+int tlb_init(struct tlb *t, const struct profile *p);
+void tlb_free(struct tlb *t);
+/* Looks va up: L1 (4K then 2M), then the STLB (which refills L1). */
+int tlb_lookup(struct tlb *t, u64 va);
+/* After a walk: installs the translation of va in the STLB and the L1 array of its size. */
+void tlb_fill(struct tlb *t, u64 va, bool is_2m, bool global);
+/* INVLPG: drops every entry (any size, global or not) that translates va. */
+void tlb_invlpg(struct tlb *t, u64 va);
+/* CR3 write: drops non-global entries (keep_global) or everything (CR4.PGE toggle). */
+void tlb_flush(struct tlb *t, bool keep_global);
+unsigned tlb_count(const struct tlb *t, bool global_only);
+
+/* ---- rep string line filter ---- */
+
+/* A rep string instruction is priced per distinct 64-byte line it touches, not per
+ * iteration. The filter remembers the last two lines (movs and cmps alternate between a
+ * source and a destination stream); rep_filter_new() says whether a line is new. */
+struct rep_filter {
+	u64 line[2];
+	int mru;
+};
+
+static inline void rep_filter_reset(struct rep_filter *f)
+{
+	f->line[0] = f->line[1] = ~0ull;
+	f->mru = 0;
+}
+
+static inline bool rep_filter_new(struct rep_filter *f, u64 line)
+{
+	if (line == f->line[0] || line == f->line[1]) {
+		f->mru = line == f->line[1];
+		return false;
+	}
+	f->mru ^= 1;	/* replace the slot that was not used last */
+	f->line[f->mru] = line;
+	return true;
+}
+
+/* ---- instruction classes (decode.c) ---- */
+
+enum insn_kind {
+	INSN_PLAIN = 0,
+	INSN_MARKER,		/* nopl 0x4d4dCCCC(%rax): a guest -> model command */
+	INSN_ATOMIC,		/* lock-prefixed, or xchg with a memory operand */
+	INSN_CPUID,
+	INSN_WRMSR,
+	INSN_MOV_CR,		/* mov %reg, %crN */
+	INSN_IRET,
+	INSN_DESC_LOAD,		/* lgdt, lidt, lldt, ltr */
+	INSN_INVLPG,
+	INSN_FENCE,		/* mfence, lfence */
+	INSN_HLT,
+	INSN_PAUSE,
+	INSN_REP_STRING,	/* rep/repe/repne movs, stos, cmps, scas, lods */
+};
+
+/* A ModRM memory operand: address = base + index * scale + disp (+ the address of the next
+ * instruction when rip_relative) (+ the fs or gs base with a segment prefix). Register
+ * numbers 0..15 in x86 order (rax rcx rdx rbx rsp rbp rsi rdi r8..r15), -1 = none. */
+enum { SEG_NONE = 0, SEG_FS, SEG_GS };
+struct mem_operand {
+	int base, index;
+	u8 scale;
+	bool rip_relative;
+	bool addr32;		/* 0x67 prefix: the address is truncated to 32 bits */
+	u8 seg;
+	int64_t disp;
+};
+
+struct insn_info {
+	enum insn_kind kind;
+	u8 len;			/* bytes decoded (the instruction's length when known) */
+	u16 marker_cmd;		/* INSN_MARKER */
+	u8 cr;			/* INSN_MOV_CR: the control register written */
+	int gpr;		/* INSN_MOV_CR: the source register */
+	bool has_mem;		/* INSN_INVLPG: the operand below is valid */
+	struct mem_operand mem;
+};
+
+/* Classifies the instruction in b[0..n). Unknown or truncated encodings are INSN_PLAIN. */
+void decode_insn(const u8 *b, size_t n, struct insn_info *out);
+/* The operand's address given the register file (regs[0..15]), the instruction's address
+ * and the fs/gs bases. */
+u64 mem_operand_addr(const struct mem_operand *m, const u64 regs[16], u64 insn_va, u8 insn_len,
+		     u64 fs_base, u64 gs_base);
+const char *insn_kind_name(enum insn_kind k);
+
+#endif

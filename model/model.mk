@@ -1,0 +1,18 @@
+# The cost model (docs/COSTMODEL.md): a QEMU TCG plugin built as build/model/costmodel.so,
+# and its host unit test (registered in HOST_TESTS, run by make host-test).
+MODEL_SO := $(BUILD)/model/costmodel.so
+MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c
+MODEL_SRCS := model/costmodel.c $(MODEL_CORE)
+MODEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I.
+
+$(MODEL_SO): $(MODEL_SRCS) $(wildcard model/*.h) model/model.mk
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(HOSTCC) $(MODEL_CFLAGS) -shared -o $@ $(MODEL_SRCS)
+
+all: $(MODEL_SO)
+model: $(MODEL_SO)
+.PHONY: model
+
+HOST_TESTS += costmodel
+costmodel_SRCS := model/test_model.c $(MODEL_CORE)

@@ -1,0 +1,371 @@
+/*
+ * Host unit test of the cost model's parts (no QEMU): caches, TLBs, the rep string line
+ * filter, the instruction classifier and the profile parser. Run by make host-test.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "tests/host/htest.h"
+#include "model/model.h"
+
+/* ---- caches ---- */
+
+HTEST(cache_lru_eviction_order)
+{
+	struct cache c;
+	HT_ASSERT(!cache_init(&c, 1, 4));	/* 16 lines: 4 sets x 4 ways */
+	HT_EXPECT_EQ(c.sets, 4);
+	/* lines 0, 4, 8, 12 share set 0 */
+	for (u64 l = 0; l < 16; l += 4)
+		HT_EXPECT(!cache_access(&c, l));
+	HT_EXPECT(cache_access(&c, 0));		/* 0 becomes MRU; LRU is now 4 */
+	HT_EXPECT(!cache_access(&c, 16));	/* evicts 4 */
+	HT_EXPECT(!cache_contains(&c, 4));
+	HT_EXPECT(cache_contains(&c, 0) && cache_contains(&c, 8) && cache_contains(&c, 12));
+	HT_EXPECT(!cache_access(&c, 20));	/* then 8 */
+	HT_EXPECT(!cache_contains(&c, 8));
+	HT_EXPECT(cache_contains(&c, 12));
+	/* other sets untouched */
+	HT_EXPECT(!cache_contains(&c, 1));
+	cache_free(&c);
+}
+
+HTEST(cache_set_indexing)
+{
+	struct cache c;
+	HT_ASSERT(!cache_init(&c, 32, 8));	/* 512 lines, 64 sets: mask */
+	HT_EXPECT_EQ(c.set_mask, 63);
+	HT_EXPECT_EQ(cache_set(&c, 65), 1);
+	cache_free(&c);
+	HT_ASSERT(!cache_init(&c, 11, 11));	/* 176 lines, 16 sets */
+	HT_EXPECT_EQ(c.sets, 16);
+	cache_free(&c);
+	HT_ASSERT(!cache_init(&c, 3, 4));	/* 48 lines, 12 sets: modulo */
+	HT_EXPECT_EQ(c.sets, 12);
+	HT_EXPECT_EQ(c.set_mask, 0);
+	HT_EXPECT_EQ(cache_set(&c, 12), 0);
+	HT_EXPECT_EQ(cache_set(&c, 25), 1);
+	/* 5 lines of one set (0, 12, 24, 36, 48) in 4 ways: the first goes */
+	for (u64 l = 0; l <= 48; l += 12)
+		cache_access(&c, l);
+	HT_EXPECT(!cache_contains(&c, 0));
+	HT_EXPECT(cache_contains(&c, 48));
+	HT_EXPECT(cache_init(&c, 1, 5) != 0);	/* 16 lines do not split into 5 ways */
+	cache_free(&c);
+}
+
+HTEST(hierarchy_non_inclusive)
+{
+	struct cache l1, l2, llc;
+	HT_ASSERT(!cache_init(&l1, 1, 2) && !cache_init(&l2, 2, 2) && !cache_init(&llc, 4, 4));
+	struct hierarchy h = { &l1, &l2, &llc };
+	HT_EXPECT_EQ(hier_access(&h, 0), LVL_MEM);
+	HT_EXPECT_EQ(hier_access(&h, 0), LVL_L1);
+	/* lines 0, 16, 32 map to L2 set 0 (16 sets x 2 ways); 0 is L1 MRU until 8 and 24
+	 * push it out of L1 (L1: 8 sets x 2 ways, 0/8/16/24/32 share L1 set 0) */
+	hier_access(&h, 16);
+	hier_access(&h, 32);	/* L2 set 0 holds 16, 32: 0 evicted from L2 ... */
+	HT_EXPECT(!cache_contains(&l2, 0));
+	HT_EXPECT(cache_contains(&l1, 0) || cache_contains(&l1, 32));
+	/* ... but not back-invalidated from L1 (not inclusive): L1 set 0 holds 16, 32 now */
+	HT_EXPECT(cache_contains(&llc, 0));
+	HT_EXPECT_EQ(hier_access(&h, 0), LVL_LLC);	/* LLC still has it (not exclusive) */
+	HT_EXPECT(cache_contains(&l1, 0) && cache_contains(&l2, 0));	/* filled on the way */
+	/* an L1 eviction leaves the L2 copy */
+	struct cache a, b, c;
+	HT_ASSERT(!cache_init(&a, 1, 1) && !cache_init(&b, 4, 4) && !cache_init(&c, 8, 8));
+	struct hierarchy g = { &a, &b, &c };
+	hier_access(&g, 0);
+	hier_access(&g, 16);	/* same L1 set (16 sets x 1 way): 0 leaves L1 */
+	HT_EXPECT(!cache_contains(&a, 0));
+	HT_EXPECT_EQ(hier_access(&g, 0), LVL_L2);
+	/* a line kept only in L1 still hits there after L2 and LLC lost it */
+	cache_invalidate(&b, 0);
+	cache_invalidate(&c, 0);
+	HT_EXPECT_EQ(hier_access(&g, 0), LVL_L1);
+	cache_free(&l1), cache_free(&l2), cache_free(&llc), cache_free(&a), cache_free(&b), cache_free(&c);
+}
+
+/* ---- TLBs ---- */
+
+static struct profile tiny_profile(void)
+{
+	struct profile p;
+	memset(&p, 0, sizeof(p));
+	p.dtlb4k_entries = 4, p.dtlb4k_ways = 2;	/* 2 sets */
+	p.dtlb2m_entries = 2, p.dtlb2m_ways = 2;
+	p.stlb_entries = 8, p.stlb_ways = 4;
+	return p;
+}
+
+HTEST(tlb_global_survives_cr3)
+{
+	struct profile p = tiny_profile();
+	struct tlb t;
+	HT_ASSERT(!tlb_init(&t, &p));
+	u64 g = 0xffff888000001000ull, ng = 0x400000000ull;
+	HT_EXPECT_EQ(tlb_lookup(&t, g), TLB_MISS);
+	tlb_fill(&t, g, false, true);
+	tlb_fill(&t, ng, false, false);
+	HT_EXPECT_EQ(tlb_lookup(&t, g), TLB_L1_HIT);
+	HT_EXPECT_EQ(tlb_lookup(&t, ng), TLB_L1_HIT);
+	tlb_flush(&t, true);	/* CR3 write */
+	HT_EXPECT_EQ(tlb_lookup(&t, g), TLB_L1_HIT);
+	HT_EXPECT_EQ(tlb_lookup(&t, ng), TLB_MISS);
+	HT_EXPECT_EQ(tlb_count(&t, false), tlb_count(&t, true));
+	tlb_flush(&t, false);	/* CR4.PGE toggle */
+	HT_EXPECT_EQ(tlb_lookup(&t, g), TLB_MISS);
+	HT_EXPECT_EQ(tlb_count(&t, false), 0);
+	tlb_free(&t);
+}
+
+HTEST(tlb_invlpg_and_2m)
+{
+	struct profile p = tiny_profile();
+	struct tlb t;
+	HT_ASSERT(!tlb_init(&t, &p));
+	u64 big = 0x40000000ull, small = 0x80001000ull;
+	tlb_fill(&t, big, true, false);
+	tlb_fill(&t, small, false, false);
+	HT_EXPECT_EQ(tlb_lookup(&t, big + 0x1ff000), TLB_L1_HIT);	/* same 2 MiB page */
+	HT_EXPECT_EQ(tlb_lookup(&t, big + 0x200000), TLB_MISS);
+	HT_EXPECT_EQ(tlb_lookup(&t, small + 0xfff), TLB_L1_HIT);
+	HT_EXPECT_EQ(tlb_lookup(&t, small + 0x1000), TLB_MISS);
+	tlb_invlpg(&t, big + 0x123456);	/* any address in the 2 MiB page drops it */
+	HT_EXPECT_EQ(tlb_lookup(&t, big), TLB_MISS);
+	HT_EXPECT_EQ(tlb_lookup(&t, small), TLB_L1_HIT);
+	tlb_invlpg(&t, small);
+	HT_EXPECT_EQ(tlb_lookup(&t, small), TLB_MISS);
+	/* INVLPG drops global entries too */
+	tlb_fill(&t, small, false, true);
+	tlb_invlpg(&t, small);
+	HT_EXPECT_EQ(tlb_lookup(&t, small), TLB_MISS);
+	tlb_free(&t);
+}
+
+HTEST(tlb_stlb_refills_l1)
+{
+	struct profile p = tiny_profile();
+	struct tlb t;
+	HT_ASSERT(!tlb_init(&t, &p));
+	/* pages 0, 2, 4 share L1 4K set 0 (2 ways): 0 leaves L1 but stays in the STLB */
+	tlb_fill(&t, 0x0000, false, false);
+	tlb_fill(&t, 0x2000, false, false);
+	tlb_fill(&t, 0x4000, false, false);
+	HT_EXPECT_EQ(tlb_lookup(&t, 0x0000), TLB_STLB_HIT);
+	HT_EXPECT_EQ(tlb_lookup(&t, 0x0000), TLB_L1_HIT);
+	/* a 4K and a 2M entry with the same page-number bits do not alias */
+	tlb_fill(&t, 1ull << 21, true, false);	/* 2M page number 1 */
+	HT_EXPECT_EQ(tlb_lookup(&t, 0x1000), TLB_MISS);	/* 4K page number 1 */
+	tlb_free(&t);
+}
+
+/* ---- rep strings ---- */
+
+HTEST(rep_string_counts_lines)
+{
+	struct rep_filter f;
+	/* rep movsq of 4096 bytes: source and destination accesses alternate */
+	rep_filter_reset(&f);
+	unsigned n = 0;
+	u64 src = 0x10000, dst = 0x20020;	/* destination not line aligned: 65 lines */
+	for (u64 i = 0; i < 4096; i += 8) {
+		n += rep_filter_new(&f, (src + i) >> 6);
+		n += rep_filter_new(&f, (dst + i) >> 6);
+	}
+	HT_EXPECT_EQ(n, 64 + 65);
+	/* rep stosq of a page, backwards (DF=1) */
+	rep_filter_reset(&f);
+	n = 0;
+	for (u64 i = 4096; i > 0; i -= 8)
+		n += rep_filter_new(&f, (0x30000 + i - 8) >> 6);
+	HT_EXPECT_EQ(n, 64);
+	/* byte-wise: still one per line, not one per iteration */
+	rep_filter_reset(&f);
+	n = 0;
+	for (u64 i = 0; i < 256; i++)
+		n += rep_filter_new(&f, (0x40000 + i) >> 6);
+	HT_EXPECT_EQ(n, 4);
+}
+
+/* ---- decoder ---- */
+
+static struct insn_info dec(const u8 *b, size_t n)
+{
+	struct insn_info i;
+	decode_insn(b, n, &i);
+	return i;
+}
+#define DEC(...) dec((const u8[]){ __VA_ARGS__ }, sizeof((const u8[]){ __VA_ARGS__ }))
+
+HTEST(decode_marker_and_classes)
+{
+	struct insn_info i = DEC(0x0f, 0x1f, 0x80, 0x05, 0x00, 0x4d, 0x4d);
+	HT_EXPECT_EQ(i.kind, INSN_MARKER);
+	HT_EXPECT_EQ(i.marker_cmd, 5);
+	HT_EXPECT_EQ(DEC(0x0f, 0x1f, 0x80, 0x05, 0x00, 0x4d, 0x4c).kind, INSN_PLAIN);	/* other nopl */
+	HT_EXPECT_EQ(DEC(0x0f, 0x1f, 0x80, 0x05, 0x00).kind, INSN_PLAIN);		/* truncated */
+	HT_EXPECT_EQ(DEC(0xf0, 0x48, 0x01, 0x07).kind, INSN_ATOMIC);		/* lock add %rax,(%rdi) */
+	HT_EXPECT_EQ(DEC(0x48, 0x87, 0x07).kind, INSN_ATOMIC);			/* xchg %rax,(%rdi) */
+	HT_EXPECT_EQ(DEC(0x48, 0x87, 0xc7).kind, INSN_PLAIN);			/* xchg %rax,%rdi */
+	HT_EXPECT_EQ(DEC(0x0f, 0xa2).kind, INSN_CPUID);
+	HT_EXPECT_EQ(DEC(0x0f, 0x30).kind, INSN_WRMSR);
+	HT_EXPECT_EQ(DEC(0x0f, 0x32).kind, INSN_PLAIN);				/* rdmsr */
+	HT_EXPECT_EQ(DEC(0x48, 0xcf).kind, INSN_IRET);
+	HT_EXPECT_EQ(DEC(0xf4).kind, INSN_HLT);
+	HT_EXPECT_EQ(DEC(0xf3, 0x90).kind, INSN_PAUSE);
+	HT_EXPECT_EQ(DEC(0x90).kind, INSN_PLAIN);
+	HT_EXPECT_EQ(DEC(0xf3, 0x48, 0xab).kind, INSN_REP_STRING);		/* rep stosq */
+	HT_EXPECT_EQ(DEC(0xf3, 0xa4).kind, INSN_REP_STRING);			/* rep movsb */
+	HT_EXPECT_EQ(DEC(0xf2, 0xae).kind, INSN_REP_STRING);			/* repne scasb */
+	HT_EXPECT_EQ(DEC(0xa4).kind, INSN_PLAIN);				/* movsb, no rep */
+	HT_EXPECT_EQ(DEC(0x0f, 0xae, 0xe8).kind, INSN_FENCE);			/* lfence */
+	HT_EXPECT_EQ(DEC(0x0f, 0xae, 0xf0).kind, INSN_FENCE);			/* mfence */
+	HT_EXPECT_EQ(DEC(0x0f, 0xae, 0xf8).kind, INSN_PLAIN);			/* sfence */
+	HT_EXPECT_EQ(DEC(0x0f, 0x01, 0x10).kind, INSN_DESC_LOAD);		/* lgdt (%rax) */
+	HT_EXPECT_EQ(DEC(0x0f, 0x01, 0x18).kind, INSN_DESC_LOAD);		/* lidt (%rax) */
+	HT_EXPECT_EQ(DEC(0x0f, 0x00, 0xd8).kind, INSN_DESC_LOAD);		/* ltr %ax */
+	HT_EXPECT_EQ(DEC(0x0f, 0x01, 0xf8).kind, INSN_PLAIN);			/* swapgs */
+	HT_EXPECT_EQ(DEC(0x0f, 0x01, 0xf9).kind, INSN_PLAIN);			/* rdtscp */
+}
+
+HTEST(decode_mov_cr)
+{
+	struct insn_info i = DEC(0x0f, 0x22, 0xd8);	/* mov %rax,%cr3 */
+	HT_EXPECT_EQ(i.kind, INSN_MOV_CR);
+	HT_EXPECT_EQ(i.cr, 3);
+	HT_EXPECT_EQ(i.gpr, 0);
+	i = DEC(0x41, 0x0f, 0x22, 0xd8);		/* mov %r8,%cr3 */
+	HT_EXPECT_EQ(i.gpr, 8);
+	HT_EXPECT_EQ(i.cr, 3);
+	i = DEC(0x0f, 0x22, 0xe7);			/* mov %rdi,%cr4 */
+	HT_EXPECT_EQ(i.cr, 4);
+	HT_EXPECT_EQ(i.gpr, 7);
+	HT_EXPECT_EQ(DEC(0x0f, 0x20, 0xd8).kind, INSN_PLAIN);	/* mov %cr3,%rax: a read */
+}
+
+HTEST(decode_invlpg_operands)
+{
+	u64 regs[16] = { 0 };
+	regs[0] = 0x1000;	/* rax */
+	regs[1] = 3;		/* rcx */
+	regs[3] = 0x200000;	/* rbx */
+	regs[13] = 0x5000;	/* r13 */
+	struct insn_info i = DEC(0x0f, 0x01, 0x38);	/* invlpg (%rax) */
+	HT_EXPECT_EQ(i.kind, INSN_INVLPG);
+	HT_EXPECT_EQ(i.len, 3);
+	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0, i.len, 0, 0), 0x1000);
+	i = DEC(0x0f, 0x01, 0x7c, 0xcb, 0x10);		/* invlpg 0x10(%rbx,%rcx,8) */
+	HT_EXPECT_EQ(i.kind, INSN_INVLPG);
+	HT_EXPECT_EQ(i.mem.base, 3);
+	HT_EXPECT_EQ(i.mem.index, 1);
+	HT_EXPECT_EQ(i.mem.scale, 8);
+	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0, i.len, 0, 0), 0x200000 + 24 + 0x10);
+	i = DEC(0x41, 0x0f, 0x01, 0x7d, 0xf0);		/* invlpg -0x10(%r13): mod 1, rm 5 + REX.B */
+	HT_EXPECT_EQ(i.mem.base, 13);
+	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0, i.len, 0, 0), 0x5000 - 0x10);
+	i = DEC(0x0f, 0x01, 0x3d, 0x00, 0x10, 0x00, 0x00);	/* invlpg 0x1000(%rip) */
+	HT_EXPECT(i.mem.rip_relative);
+	HT_EXPECT_EQ(i.len, 7);
+	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0xffffffff80001000ull, i.len, 0, 0),
+		     0xffffffff80001000ull + 7 + 0x1000);
+	i = DEC(0x0f, 0x01, 0x3c, 0x25, 0x00, 0x20, 0x00, 0x00);	/* invlpg 0x2000 (SIB, no base) */
+	HT_EXPECT_EQ(i.mem.base, -1);
+	HT_EXPECT_EQ(i.mem.index, -1);
+	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0, i.len, 0, 0), 0x2000);
+	i = DEC(0x65, 0x0f, 0x01, 0x38);		/* invlpg %gs:(%rax) */
+	HT_EXPECT_EQ(i.mem.seg, SEG_GS);
+	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0, i.len, 0, 0x7000000), 0x7001000);
+}
+
+/* ---- profile parser ---- */
+
+static const char good[] =
+	"# comment line\n"
+	"name = test-cpu\n"
+	"ghz = 2.5  # source\n"
+	"base_cpi = 1.00\n"
+	"l1d_kib = 32\nl1d_ways = 8\nl1d_lat = 4\n"
+	"l2_kib = 1024\nl2_ways = 16\nl2_lat = 14\n"
+	"llc_kib = 39424\nllc_ways = 11\nllc_lat = 77\n"
+	"mem_lat = 240\n"
+	"dtlb4k_entries = 64\ndtlb4k_ways = 4\ndtlb2m_entries = 32\ndtlb2m_ways = 4\n"
+	"stlb_entries = 1536\nstlb_ways = 12\nstlb_lat = 9\nwalk_overhead = 10\n"
+	"atomic = 18\nserialise = 100\ncpuid = 100\nwrmsr = 150\nmov_cr = 200\ninvlpg = 200\n"
+	"fence = 33\nirq_roundtrip = 1000\nipi_latency = 2000\npause = 140\nhlt = 100\n"
+	"rep_line = 2\nrep_mem_line = 13\n";
+
+static int parse_with(const char *text, char *err)
+{
+	struct profile p;
+	return profile_parse(text, "t.cfg", &p, err, 256);
+}
+
+HTEST(profile_parses_and_rejects)
+{
+	struct profile p;
+	char err[256], buf[4096];
+	HT_ASSERT(profile_parse(good, "t.cfg", &p, err, sizeof(err)) == 0);
+	HT_EXPECT_EQ(p.ghz_x100, 250);
+	HT_EXPECT_EQ(p.base_cpi_x100, 100);
+	HT_EXPECT_EQ(p.llc_ways, 11);
+	HT_EXPECT(!strcmp(p.name, "test-cpu"));
+	/* unknown key */
+	snprintf(buf, sizeof(buf), "%sbogus = 1\n", good);
+	unsigned nl = 0;
+	for (const char *q = good; *q; q++)
+		nl += *q == '\n';
+	char where[32];
+	snprintf(where, sizeof(where), "t.cfg:%u:", nl + 1);
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "unknown key 'bogus'") && strstr(err, where));
+	/* repeated key */
+	snprintf(buf, sizeof(buf), "%satomic = 3\n", good);
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "given twice"));
+	/* missing key */
+	const char *cut = strstr(good, "rep_mem_line");
+	snprintf(buf, sizeof(buf), "%.*s", (int)(cut - good), good);
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "missing key 'rep_mem_line'"));
+	/* malformed numbers */
+	snprintf(buf, sizeof(buf), "%s", good);
+	char *g = strstr(buf, "ghz = 2.5");
+	memcpy(g, "ghz = 2.555", 11);	/* overwrites "  # source" partly: 3 decimals */
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "ghz"));
+	snprintf(buf, sizeof(buf), "%s", good);
+	char *a = strstr(buf, "atomic = 18");
+	a[9] = 'x';
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "atomic"));
+	/* geometry that does not split into sets */
+	snprintf(buf, sizeof(buf), "%s", good);
+	char *w = strstr(buf, "l1d_ways = 8");
+	w[11] = '7';
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "l1d"));
+	/* a line without '=' */
+	snprintf(buf, sizeof(buf), "%sjust words\n", good);
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "expected 'key = value'"));
+}
+
+HTEST(profile_files_in_tree)
+{
+	const char *files[] = { "model/profiles/skylake-sp.cfg", "model/profiles/zen3.cfg" };
+	for (unsigned i = 0; i < 2; i++) {
+		struct profile p;
+		char err[256];
+		int r = profile_load(files[i], &p, err, sizeof(err));
+		if (r)
+			printf("# %s\n", err);
+		HT_EXPECT_EQ(r, 0);
+		struct tlb t;
+		struct cache c;
+		HT_EXPECT_EQ(tlb_init(&t, &p), 0);
+		tlb_free(&t);
+		HT_EXPECT_EQ(cache_init(&c, p.llc_kib, p.llc_ways), 0);
+		cache_free(&c);
+	}
+	struct profile p;
+	char err[256];
+	HT_EXPECT(profile_load("model/profiles/does-not-exist.cfg", &p, err, sizeof(err)) == -1);
+}
+
+int main(void)
+{
+	return htest_main("costmodel");
+}

@@ -1,0 +1,151 @@
+/*
+ * TLBs: an L1 dTLB with separate 4 KiB and 2 MiB arrays and a second-level TLB (STLB)
+ * holding both sizes, all set-associative with true LRU (as the caches). A 1 GiB page is
+ * held as the 2 MiB entry covering the access (no 1 GiB arrays are modelled). Entries
+ * remember the global bit so a CR3 write can keep them. Tags carry the page size, so a
+ * 4 KiB and a 2 MiB entry never alias in the STLB.
+ */
+#include <stdlib.h>
+#include "model/model.h"
+
+static int arr_init(struct tlb_array *a, u64 entries, u64 ways)
+{
+	if (!ways || entries % ways)
+		return -1;
+	a->ways = (u32)ways;
+	a->sets = (u32)(entries / ways);
+	a->clock = 0;
+	a->w = calloc(entries, sizeof(*a->w));
+	return a->w ? 0 : -1;
+}
+
+int tlb_init(struct tlb *t, const struct profile *p)
+{
+	if (arr_init(&t->d4k, p->dtlb4k_entries, p->dtlb4k_ways) ||
+	    arr_init(&t->d2m, p->dtlb2m_entries, p->dtlb2m_ways) ||
+	    arr_init(&t->stlb, p->stlb_entries, p->stlb_ways)) {
+		tlb_free(t);
+		return -1;
+	}
+	return 0;
+}
+
+void tlb_free(struct tlb *t)
+{
+	free(t->d4k.w);
+	free(t->d2m.w);
+	free(t->stlb.w);
+	t->d4k.w = t->d2m.w = t->stlb.w = NULL;
+}
+
+static inline u64 tag_of(u64 va, bool is_2m)
+{
+	u64 pn = is_2m ? va >> 21 : va >> 12;
+	return ((pn << 1) | is_2m) + 1;
+}
+
+static inline struct tlb_way *set_of(struct tlb_array *a, u64 va, bool is_2m)
+{
+	u64 pn = is_2m ? va >> 21 : va >> 12;
+	return a->w + (pn % a->sets) * a->ways;
+}
+
+static bool arr_lookup(struct tlb_array *a, u64 va, bool is_2m, bool *global)
+{
+	struct tlb_way *s = set_of(a, va, is_2m);
+	u64 tag = tag_of(va, is_2m);
+	for (u32 i = 0; i < a->ways; i++)
+		if (s[i].tag == tag) {
+			s[i].stamp = ++a->clock;
+			if (global)
+				*global = s[i].global;
+			return true;
+		}
+	return false;
+}
+
+static void arr_fill(struct tlb_array *a, u64 va, bool is_2m, bool global)
+{
+	struct tlb_way *s = set_of(a, va, is_2m), *victim = s;
+	u64 tag = tag_of(va, is_2m);
+	for (u32 i = 0; i < a->ways; i++) {
+		if (s[i].tag == tag) {
+			victim = &s[i];
+			break;
+		}
+		if (s[i].stamp < victim->stamp)
+			victim = &s[i];
+	}
+	victim->tag = tag;
+	victim->global = global;
+	victim->stamp = ++a->clock;
+}
+
+static void arr_drop(struct tlb_array *a, u64 va, bool is_2m)
+{
+	struct tlb_way *s = set_of(a, va, is_2m);
+	u64 tag = tag_of(va, is_2m);
+	for (u32 i = 0; i < a->ways; i++)
+		if (s[i].tag == tag) {
+			s[i].tag = 0;
+			s[i].stamp = 0;
+		}
+}
+
+static void arr_flush(struct tlb_array *a, bool keep_global)
+{
+	u64 n = (u64)a->sets * a->ways;
+	for (u64 i = 0; i < n; i++)
+		if (!(keep_global && a->w[i].global)) {
+			a->w[i].tag = 0;
+			a->w[i].stamp = 0;
+		}
+}
+
+int tlb_lookup(struct tlb *t, u64 va)
+{
+	bool g;
+	if (arr_lookup(&t->d4k, va, false, NULL) || arr_lookup(&t->d2m, va, true, NULL))
+		return TLB_L1_HIT;
+	if (arr_lookup(&t->stlb, va, false, &g)) {
+		arr_fill(&t->d4k, va, false, g);
+		return TLB_STLB_HIT;
+	}
+	if (arr_lookup(&t->stlb, va, true, &g)) {
+		arr_fill(&t->d2m, va, true, g);
+		return TLB_STLB_HIT;
+	}
+	return TLB_MISS;
+}
+
+void tlb_fill(struct tlb *t, u64 va, bool is_2m, bool global)
+{
+	arr_fill(&t->stlb, va, is_2m, global);
+	arr_fill(is_2m ? &t->d2m : &t->d4k, va, is_2m, global);
+}
+
+void tlb_invlpg(struct tlb *t, u64 va)
+{
+	arr_drop(&t->d4k, va, false);
+	arr_drop(&t->d2m, va, true);
+	arr_drop(&t->stlb, va, false);
+	arr_drop(&t->stlb, va, true);
+}
+
+void tlb_flush(struct tlb *t, bool keep_global)
+{
+	arr_flush(&t->d4k, keep_global);
+	arr_flush(&t->d2m, keep_global);
+	arr_flush(&t->stlb, keep_global);
+}
+
+unsigned tlb_count(const struct tlb *t, bool global_only)
+{
+	const struct tlb_array *arrs[3] = { &t->d4k, &t->d2m, &t->stlb };
+	unsigned n = 0;
+	for (int a = 0; a < 3; a++)
+		for (u64 i = 0; i < (u64)arrs[a]->sets * arrs[a]->ways; i++)
+			if (arrs[a]->w[i].tag && (!global_only || arrs[a]->w[i].global))
+				n++;
+	return n;
+}
