@@ -1,19 +1,19 @@
 /*
- * Page-allocator benchmarks (issue 4). Results and the commands behind them: the
- * "Page allocator" section of docs/RESULTS.md; the allocator itself: docs/PAGE_ALLOC.md.
+ * Page-allocator benchmarks. Results and the commands behind them: the "Page allocator"
+ * section of docs/RESULTS.md; the allocator itself: docs/PAGE_ALLOC.md; the seed
+ * experiments that use them: docs/EXPERIMENTS.md.
  *
  *   alloc.order0_pair      one order-0 alloc_page + free_page pair per operation. With the
  *                          pcp on, the pair stays on this CPU's list (the hit path); with
  *                          `pcp=off` both halves take the zone lock. Compare in one boot
  *                          with ab=pcp:on,off. Parallel, one CPU by default: bench_cpus=N
  *                          runs N independent pair loops at once (scaling of the lock).
- *   alloc.bulk10k          seed 003: every CPU allocates a batch of pages one at a time
+ *   alloc.bulk10k          every CPU allocates a batch of pages one at a time
  *                          (alloc_page) and then frees them one at a time (free_page);
  *                          an operation is one whole batch (alloc + free of all its
- *                          pages). Case pages:10000 is the seed's batch: far above `high`,
- *                          so the free half overflows the pcp list and bulk-frees a batch
- *                          at a time, and the alloc half refills. Compare the seed's two
- *                          variants with ab=pcp_mt:cached,lookup.
+ *                          pages). Case pages:10000 is far above `high`, so the free half
+ *                          overflows the pcp list and bulk-frees a batch at a time, and
+ *                          the alloc half refills. Compare ab=pcp_mt:cached,lookup.
  *   alloc.bulk_resident    the same shape with a batch of high/2 pages (read at run time
  *                          from this CPU's effective `high`): after the first batch the
  *                          pages never leave the pcp list, so the zone lock and the bulk
@@ -21,7 +21,7 @@
  *   alloc.free_bulk_vs_loop  freeing N gathered order-0 pages (allocated beforehand,
  *                          untimed, as mmu_gather collects them): one free_page per page
  *                          (free_mode=loop) or one free_pages_bulk pass over the list
- *                          (free_mode=bulk). An operation is one page freed. Seed 000.
+ *                          (free_mode=bulk). An operation is one page freed.
  *
  * All allocations are GFP_USER (movable), the type every pageblock starts with, so no
  * pageblock changes type during a run and pb_lookup counts only the mechanism under test.
@@ -90,35 +90,23 @@ static void free_loop(struct list_head *list)
 
 /* ---- alloc.order0_pair ---- */
 
-static void order0_pair_run(struct bench_ctx *ctx, struct bench_sample *s)
+/* The first warm-up round fills this CPU's list (setup drained it), so the measured
+ * rounds start on the hit path; a pcp=off round leaves the list as it was. */
+BENCH_OP(order0_pair_op, ctx)
 {
-	/* one pair untimed, so the hit path starts with a filled list */
+	(void)ctx;
 	struct page *p = alloc_page(GFP_USER);
-	if (!p)
+	if (unlikely(!p))
 		panic("bench alloc.order0_pair: alloc_page failed");
 	free_page(p);
-	u64 t0 = bench_start();
-	for (u64 i = 0; i < ctx->iters; i++) {
-		p = alloc_page(GFP_USER);
-		if (unlikely(!p))
-			panic("bench alloc.order0_pair: alloc_page failed");
-		free_page(p);
-	}
-	s->cycles = bench_stop(t0);
-	s->ops = ctx->iters;
 }
 
 DEFINE_BENCH(order0_pair) {
 	.name = "alloc.order0_pair",
 	.desc = "order-0 alloc_page+free_page pair per CPU (pcp hit path; ab=pcp:on,off for buddy only)",
 	.reads = "pcp,pcp_high,pcp_batch,bench_cpus",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 10, .warmup = 2, .iters = 20000,
-	.parallel = true, .throughput = true,
-	.metric = "pair", .unit = "cycles",
-	.suite = BENCH_FULL,
-	.setup = alloc_setup, .teardown = alloc_teardown,
-	.run = order0_pair_run,
+	.warmup = 2, .iters = 20000, .parallel = true, .throughput = true, .metric = "pair",
+	.setup = alloc_setup, .op = &order0_pair_op, .teardown = alloc_teardown,
 };
 
 /* ---- alloc.bulk10k / alloc.bulk_resident ---- */
@@ -141,20 +129,13 @@ static void bulk10k_run(struct bench_ctx *ctx, struct bench_sample *s)
 	batch_run(ctx, s, ctx->param);
 }
 
-static const u64 bulk10k_pages[] = { 10000 };
-
 DEFINE_BENCH(bulk10k) {
 	.name = "alloc.bulk10k",
 	.desc = "seed 003: every CPU allocs then frees a batch of 10000 order-0 pages one by one; op = one batch",
 	.reads = "pcp_mt,pcp,pcp_high,pcp_batch,bench_cpus",
-	.min_cpus = 1, .def_cpus = 0,
-	.runs = 10, .warmup = 2, .iters = 4,
-	.params = bulk10k_pages, .nparams = 1, .param_name = "pages",
-	.parallel = true,
-	.metric = "batch", .unit = "cycles",
-	.suite = BENCH_FULL,
-	.setup = alloc_setup, .teardown = alloc_teardown,
-	.run = bulk10k_run,
+	.def_cpus = BENCH_ALL_CPUS, .warmup = 2, .iters = 4, BENCH_PARAMS("pages", 10000),
+	.parallel = true, .metric = "batch",
+	.setup = alloc_setup, .run = bulk10k_run, .teardown = alloc_teardown,
 };
 
 static void resident_run(struct bench_ctx *ctx, struct bench_sample *s)
@@ -174,13 +155,8 @@ DEFINE_BENCH(bulk_resident) {
 	.name = "alloc.bulk_resident",
 	.desc = "alloc.bulk10k with a batch of high/2 pages: stays on the pcp list; op = one batch",
 	.reads = "pcp_mt,pcp,pcp_high,pcp_batch,bench_cpus",
-	.min_cpus = 1, .def_cpus = 0,
-	.runs = 10, .warmup = 2, .iters = 40,
-	.parallel = true,
-	.metric = "batch", .unit = "cycles",
-	.suite = BENCH_FULL,
-	.setup = resident_setup, .teardown = alloc_teardown,
-	.run = resident_run,
+	.def_cpus = BENCH_ALL_CPUS, .warmup = 2, .iters = 40, .parallel = true, .metric = "batch",
+	.setup = resident_setup, .run = resident_run, .teardown = alloc_teardown,
 };
 
 /* ---- alloc.free_bulk_vs_loop ---- */
@@ -204,18 +180,11 @@ static void free_bulk_vs_loop_run(struct bench_ctx *ctx, struct bench_sample *s)
 	s->ops = ctx->iters * n;
 }
 
-static const u64 gather_pages[] = { 64, 510, 4096 };
-
 DEFINE_BENCH(free_bulk_vs_loop) {
 	.name = "alloc.free_bulk_vs_loop",
 	.desc = "free N gathered order-0 pages: free_page loop vs one free_pages_bulk (free_mode=); op = one page",
 	.reads = "free_mode,pcp,pcp_high,pcp_batch,bench_cpus",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 10, .warmup = 2, .iters = 20,
-	.params = gather_pages, .nparams = 3, .param_name = "pages",
-	.parallel = true,
-	.metric = "page", .unit = "cycles",
-	.suite = BENCH_FULL,
-	.setup = alloc_setup, .teardown = alloc_teardown,
-	.run = free_bulk_vs_loop_run,
+	.warmup = 2, .iters = 20, BENCH_PARAMS("pages", 64, 510, 4096), .parallel = true,
+	.metric = "page",
+	.setup = alloc_setup, .run = free_bulk_vs_loop_run, .teardown = alloc_teardown,
 };

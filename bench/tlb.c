@@ -1,5 +1,6 @@
 /*
- * TLB shootdown and mmu_gather benchmarks (issue 6). Figures and commands: docs/TLB.md.
+ * TLB shootdown and mmu_gather benchmarks. Figures and commands: docs/TLB.md; the seed
+ * experiments that use them: docs/EXPERIMENTS.md.
  *
  *   tlb.shootdown             cost of one flush request of 1, 8, 32, 33, 64, 512 pages and
  *                             of a full flush (case 0), CPU 0 initiating, every other CPU
@@ -10,22 +11,22 @@
  *                             applies). A BAREMM-INFO line per case and variant gives the
  *                             empty cross-CPU call round trip to the same CPUs measured in
  *                             the same rounds and the ratio flush / round trip.
- *   tlb.page_fault3_threads   seed 001 (will-it-scale page_fault3, threads): every CPU in
+ *   tlb.page_fault3_threads   will-it-scale page_fault3 in threads mode: every CPU in
  *                             one address space maps its own shared file-like region, writes
  *                             one byte per page, unmaps. An operation is one page written
  *                             (one fault); the unmap is spread over them. Read with
  *                             ab=rmapbatch:local,multi. Default region 1 MiB per thread
- *                             (tlb_pf3_pages=256; the seed used 128 MiB = 32768 pages).
- *   tlb.ptfree_loop_vs_bulk   seed 000: many short-lived address spaces on every CPU at
+ *                             (tlb_pf3_pages=256; will-it-scale maps 128 MiB = 32768).
+ *   tlb.ptfree_loop_vs_bulk   many short-lived address spaces on every CPU at
  *                             once: create, read one byte per 2 MiB of a sparse region (a
  *                             page table per read), destroy. An operation is one address
  *                             space's life. Read with ab=ptfree:loop,bulk.
- *   tlb.ptfree_rcu            seed 002: a parent with a big sparse region (one byte read per
+ *   tlb.ptfree_rcu            a parent with a big sparse region (one byte read per
  *                             2 MiB), fork + exit (dup_mm + mm_put). An operation is one
  *                             fork+exit. Read with ab=ptfree_rcu:off,on. A BAREMM-INFO line
  *                             gives the grace periods, their latency and the peak number
  *                             of table pages waiting for one. Default 1 GiB
- *                             (tlb_rcu_mb=1024; the seed used 4096 GiB).
+ *                             (tlb_rcu_mb=1024).
  */
 #include "bench/bench.h"
 #include "kernel/smp.h"
@@ -165,10 +166,9 @@ DEFINE_BENCH(tlb_shootdown) {
 		"call round trip and the ratio; compare ab=tlb_protocol:sequential,concurrent "
 		"or ab=tlb_early_ack:off,on",
 	.reads = "tlb_protocol,tlb_early_ack,tlb_ceiling,pcid",
-	.min_cpus = 1, .def_cpus = 0, .runs = 7, .warmup = 1, .iters = 200,
-	.params = (const u64[]){ 1, 8, 32, 33, 64, 512, 0 }, .nparams = 7, .param_name = "pages",
-	.parallel = false, .setup = sd_setup, .run = sd_run, .teardown = sd_teardown,
-	.metric = "flush", .unit = "cycles", .suite = BENCH_FULL,
+	.def_cpus = BENCH_ALL_CPUS, .runs = 7, .iters = 200,
+	BENCH_PARAMS("pages", 1, 8, 32, 33, 64, 512, 0), .metric = "flush",
+	.setup = sd_setup, .run = sd_run, .teardown = sd_teardown,
 };
 
 /* ==== tlb.page_fault3_threads ==== */
@@ -232,9 +232,8 @@ DEFINE_BENCH(tlb_page_fault3_threads) {
 		"(tlb_pf3_pages, default 256 = 1 MiB; the seed used 128 MiB), write one byte per "
 		"page, unmap; op = one page written; compare ab=rmapbatch:local,multi",
 	.reads = "rmapbatch,tlb_pf3_pages,tlb_protocol,tlb_lazy,tlb_ceiling",
-	.min_cpus = 1, .def_cpus = 0, .runs = 5, .warmup = 1, .iters = 6,
-	.parallel = true, .throughput = true, .setup = pf3_setup, .run = pf3_run,
-	.teardown = pf3_teardown, .metric = "fault", .unit = "cycles", .suite = BENCH_FULL,
+	.def_cpus = BENCH_ALL_CPUS, .runs = 5, .iters = 6, .parallel = true, .throughput = true,
+	.metric = "fault", .setup = pf3_setup, .run = pf3_run, .teardown = pf3_teardown,
 };
 
 /* ==== tlb.ptfree_loop_vs_bulk ==== */
@@ -267,9 +266,8 @@ DEFINE_BENCH(tlb_ptfree_loop_vs_bulk) {
 		"byte per 2 MiB of tlb_ptfree_mb MiB (a page table each), destroy; op = one "
 		"address space; compare ab=ptfree:loop,bulk",
 	.reads = "ptfree,ptfree_rcu,tlb_ptfree_mb",
-	.min_cpus = 1, .def_cpus = 0, .runs = 7, .warmup = 1, .iters = 20,
-	.parallel = true, .throughput = true, .run = ptl_run, .metric = "mm_lifetime",
-	.unit = "cycles", .suite = BENCH_FULL,
+	.def_cpus = BENCH_ALL_CPUS, .runs = 7, .iters = 20, .parallel = true, .throughput = true,
+	.metric = "mm_lifetime", .run = ptl_run,
 };
 
 /* ==== tlb.ptfree_rcu ==== */
@@ -337,7 +335,6 @@ DEFINE_BENCH(tlb_ptfree_rcu) {
 		"ab=ptfree_rcu:off,on; INFO gives grace periods, their latency, peak tables "
 		"waiting",
 	.reads = "ptfree_rcu,ptfree,tlb_rcu_mb",
-	.min_cpus = 1, .def_cpus = 1, .runs = 7, .warmup = 1, .iters = 5,
-	.parallel = false, .setup = ptr_setup, .run = ptr_run, .teardown = ptr_teardown,
-	.metric = "fork_exit", .unit = "cycles", .suite = BENCH_FULL,
+	.runs = 7, .iters = 5, .metric = "fork_exit",
+	.setup = ptr_setup, .run = ptr_run, .teardown = ptr_teardown,
 };
