@@ -25,9 +25,9 @@ struct zone {
 	u64 *pageblock_bits;		/* PB_BITS bits per pageblock, packed in u64 words */
 	u64 nr_pageblocks;
 	/* Pageblocks isolated from allocation. Nothing in baremm isolates one, so it stays
-	 * 0; it exists because seed 003's cached migratetype must re-check it for every page
-	 * a bulk free returns (a block may have been isolated while its page sat on a pcp
-	 * list), and that per-page branch is part of what the patch removed. */
+	 * 0; bulk free under pcp_mt=cached re-checks it for every page it returns (a block
+	 * may have been isolated while its page sat on a pcp list, making the cached type
+	 * stale), as the cached scheme must. */
 	u64 isolated_pageblocks;
 	struct free_area free_area[NR_ORDERS];
 } __cacheline_aligned;
