@@ -167,11 +167,21 @@ static u64 region_before[NR_EVENTS], region_after[NR_EVENTS], region_acc[NR_EVEN
 
 /* The snapshots happen outside the TSC reads, and the lock makes a CPU entering a
  * region wait for the first one's snapshot, so no timed work is missed. */
+/* Every online CPU's row, row by row: cheaper than events_snapshot()'s walk over all
+ * NR_CPUS rows per event, which matters for bodies that time many short regions. */
+static void region_snapshot(u64 *out)
+{
+	memset(out, 0, sizeof(u64) * NR_EVENTS);
+	for (unsigned c = 0; c < nr_cpu_ids && c < NR_CPUS; c++)
+		for (int e = 0; e < NR_EVENTS; e++)
+			out[e] += READ_ONCE(event_counts[c].v[e]);
+}
+
 void bench_region_enter(void)
 {
 	spin_lock(&region_lock);
 	if (region_depth++ == 0)
-		events_snapshot(region_before);
+		region_snapshot(region_before);
 	spin_unlock(&region_lock);
 }
 
@@ -179,7 +189,7 @@ void bench_region_exit(void)
 {
 	spin_lock(&region_lock);
 	if (region_depth && --region_depth == 0) {
-		events_snapshot(region_after);
+		region_snapshot(region_after);
 		for (int e = 0; e < NR_EVENTS; e++)
 			region_acc[e] += region_after[e] - region_before[e];
 		region_count++;

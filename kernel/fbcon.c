@@ -7,11 +7,20 @@
 
 #define FBCON_LIST(X)                                                                       \
 	X(FBCON_AUTO, "auto", "only when no serial port answers")                           \
-	X(FBCON_ON, "on", "always (slow under QEMU TCG)")                                   \
+	X(FBCON_ON, "on", "always (slow under QEMU TCG; refused without a pixel framebuffer)") \
 	X(FBCON_OFF, "off", "never")
 enum { FBCON_LIST(OPTION_ENUM_CONST) };
-DEFINE_OPTION_ENUM(opt_fbcon, "fbcon", FBCON_AUTO, "mirror the console to the boot framebuffer",
-		   FBCON_LIST);
+static bool screen_ok;	/* a pixel framebuffer is mapped (fbcon_init, before options) */
+
+static const char *fbcon_unusable(u64 v, unsigned ncpus)
+{
+	(void)ncpus;
+	return v == FBCON_ON && !screen_ok ? "the boot loader handed over no pixel framebuffer "
+					     "(none, or EGA text mode)" : NULL;
+}
+
+DEFINE_OPTION_ENUM_HW(opt_fbcon, "fbcon", FBCON_AUTO, fbcon_unusable,
+		      "mirror the console to the boot framebuffer", FBCON_LIST);
 
 /* drawn for bytes outside printable ASCII */
 static const u8 glyph_unknown[FONT_H] = {
@@ -185,7 +194,7 @@ static struct fbcon screen;
 static u8 screen_text[SCREEN_MAX_CELLS];
 static phys_addr_t screen_pa;
 static u64 screen_bytes;
-static bool screen_ok, screen_cleared, screen_busy;
+static bool screen_cleared, screen_busy;
 
 void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type)
 {

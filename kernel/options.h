@@ -90,7 +90,9 @@ struct option_desc {
 	__DEFINE_OPTION_ENUM(false, NULL, var_, name_, def_, help_, list_)
 #define DEFINE_VARIANT_ENUM(var_, name_, def_, help_, list_) \
 	__DEFINE_OPTION_ENUM(true, NULL, var_, name_, def_, help_, list_)
-/* A variant enum whose values depend on the machine (@check_: see .unusable above). */
+/* Enums whose values depend on the machine (@check_: see .unusable above). */
+#define DEFINE_OPTION_ENUM_HW(var_, name_, def_, check_, help_, list_) \
+	__DEFINE_OPTION_ENUM(false, check_, var_, name_, def_, help_, list_)
 #define DEFINE_VARIANT_ENUM_HW(var_, name_, def_, check_, help_, list_) \
 	__DEFINE_OPTION_ENUM(true, check_, var_, name_, def_, help_, list_)
 

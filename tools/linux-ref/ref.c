@@ -21,7 +21,9 @@
  *                       fork + exit + wait without the region (per fork), so
  *                       sparse_fork_marginal = (sparse - empty) / tables.
  *   sparse_munmap       mmap the region, one read per 2 MiB, munmap. op = one table page
- *                       (baremm vm.sparse_tables_munmap).
+ *                       (baremm vm.sparse_tables_munmap). Both sparse shapes run with the
+ *                       read at slot 0, slot 511 or spread over the slots of each 2 MiB
+ *                       (case slot=, baremm's vm_sparse_slot).
  *   zap_madvise/zap_munmap  N = 1, 32, 64 written pages zapped by madvise(MADV_DONTNEED)
  *                       or munmap, only the call timed (the re-mmap and re-touch are not).
  *                       remote=0: no second thread. remote=1: a second thread of the same
@@ -144,10 +146,22 @@ static void bench_pf1(void)
 
 /* ---- page-table build + teardown (vm.sparse_tables, vm.sparse_tables_munmap) ---- */
 
-static void sparse_read(volatile char *a, uint64_t len)
+/* Which 4 KiB slot of each 2 MiB is touched (baremm's vm_sparse_slot): 0, 511, or
+ * spread = slot (i * 97) mod 512 for the i-th 2 MiB, every slot once per GiB. */
+enum { SLOT_0, SLOT_511, SLOT_SPREAD };
+static const char *const slot_name[] = { "0", "511", "spread" };
+
+static uint64_t slot_off(int mode, uint64_t i)
 {
-	for (uint64_t off = 0; off < len; off += PMD_SZ)
-		if (a[off] != 0)
+	uint64_t slot = mode == SLOT_0 ? 0 : mode == SLOT_511 ? 511 : (i * 97) % 512;
+	return slot * PAGE;
+}
+
+/* One read per 2 MiB at the mode's slot, from the @first-th 2 MiB on. */
+static void sparse_read(volatile char *a, uint64_t len, int mode, uint64_t first)
+{
+	for (uint64_t i = first; i * PMD_SZ < len; i++)
+		if (a[i * PMD_SZ + slot_off(mode, i)] != 0)
 			die("sparse region not zero");
 }
 
@@ -189,16 +203,17 @@ static double bench_fork_empty(void)
 	return g_runs % 2 ? s[g_runs / 2] : (s[g_runs / 2 - 1] + s[g_runs / 2]) / 2;
 }
 
-static void bench_sparse_fork(uint64_t gib, double empty)
+static void bench_sparse_fork(uint64_t gib, int mode, double empty)
 {
 	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
 	volatile char *a = sparse_map(len);
 	/*
 	 * fork copies the page tables of an anonymous VMA only if it has an anon_vma, which a
-	 * read fault (zero page) never creates: one write to the first page gives it one.
+	 * read fault (zero page) never creates: one write to the first 2 MiB's page gives it
+	 * one.
 	 */
-	a[0] = 1;
-	sparse_read(a + PMD_SZ, len - PMD_SZ);
+	a[slot_off(mode, 0)] = 1;
+	sparse_read(a, len, mode, 1);
 	double v[MAXRUNS], m[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t t = fork_exit_wait();
@@ -208,21 +223,21 @@ static void bench_sparse_fork(uint64_t gib, double empty)
 		}
 	}
 	char cas[32];
-	snprintf(cas, sizeof(cas), "gib=%llu", (unsigned long long)gib);
+	snprintf(cas, sizeof(cas), "gib=%llu,slot=%s", (unsigned long long)gib, slot_name[mode]);
 	report("sparse_fork", cas, "per_table", v, g_runs, tables);
 	report("sparse_fork_marginal", cas, "per_table", m, g_runs, tables);
 	if (munmap((void *)a, len))
 		die("sparse munmap");
 }
 
-static void bench_sparse_munmap(uint64_t gib)
+static void bench_sparse_munmap(uint64_t gib, int mode)
 {
 	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
 	double v[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t t0 = rdtsc();
 		volatile char *a = sparse_map(len);
-		sparse_read(a, len);
+		sparse_read(a, len, mode, 0);
 		if (munmap((void *)a, len))
 			die("sparse munmap");
 		uint64_t t = rdtsc() - t0;
@@ -230,7 +245,7 @@ static void bench_sparse_munmap(uint64_t gib)
 			v[r] = (double)t / tables;
 	}
 	char cas[32];
-	snprintf(cas, sizeof(cas), "gib=%llu", (unsigned long long)gib);
+	snprintf(cas, sizeof(cas), "gib=%llu,slot=%s", (unsigned long long)gib, slot_name[mode]);
 	report("sparse_munmap", cas, "per_table", v, g_runs, tables);
 }
 
@@ -427,10 +442,12 @@ int main(int argc, char **argv)
 		bench_pf1();
 	if (!only || !strcmp(only, "sparse")) {
 		double empty = bench_fork_empty();
-		bench_sparse_fork(1, empty);
-		bench_sparse_fork(16, empty);
-		bench_sparse_munmap(1);
-		bench_sparse_munmap(16);
+		for (int mode = SLOT_0; mode <= SLOT_SPREAD; mode++) {
+			bench_sparse_fork(1, mode, empty);
+			bench_sparse_fork(16, mode, empty);
+			bench_sparse_munmap(1, mode);
+			bench_sparse_munmap(16, mode);
+		}
 	}
 	if (!only || !strcmp(only, "zap"))
 		bench_zap(ncpus, 100);
