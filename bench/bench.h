@@ -160,8 +160,9 @@ static inline u64 bench_stop(u64 t0)
 
 /*
  * BENCH_OP(name, ctx) { one operation on ctx } defines the op and `name`, the harness's
- * timed loop around it, for `.op = &name`. The loop is generated here, next to the op,
- * so the op inlines into it: the figure is the op's cost, not an indirect call's.
+ * timed loop around it, for `.op = &name`. The loop (bench_time_ops) is instantiated
+ * where BENCH_OP is used, so the op inlines into it: the figure is the op's cost, not an
+ * indirect call's.
  */
 static inline __attribute__((always_inline)) void
 bench_time_ops(struct bench_ctx *ctx, struct bench_sample *s, void (*op)(struct bench_ctx *ctx))
