@@ -10,6 +10,8 @@
 #include "mm/physmem.h"
 #include "mm/mm.h"
 #include "mm/tlbflush.h"
+#include "mm/pgtable.h"
+#include "kernel/printk.h"
 
 static void empty_call(void *info)
 {
@@ -99,6 +101,13 @@ static int cr3_setup(struct bench_ctx *ctx)
 	switch_mm(cr3_mm);
 	*(volatile u64 *)CR3_VA = 1;	/* fault it in: the loop only refills the TLB */
 	switch_mm(NULL);
+	/* the figure's premise: the entry is present and not global (a CR3 load drops it) */
+	u64 *e = pt_lookup(&cr3_mm->pt, CR3_VA, NULL);
+	if (!e || !pte_present(*e) || (*e & _PAGE_GLOBAL)) {
+		printk("BAREMM-ERROR bench tlb.cr3_reload: the user entry is %s\n",
+		       !e || !pte_present(*e) ? "not present" : "global");
+		return -1;
+	}
 	return 0;
 }
 

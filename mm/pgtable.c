@@ -443,10 +443,11 @@ static void copy_leaf(u64 *slot, u64 v, u64 *dslot, struct pt_zap_stats *st)
 static int copy_pte_table(struct pgtable *dst, u64 *table, u64 addr, u64 end,
 			  struct pt_zap_stats *st)
 {
-	bool full = READ_ONCE(pt_scan) == PT_SCAN_FULL;
-	unsigned left = virt_to_page(table)->pt_used;
+	/* full: a count that cannot run out (a table has 512 slots), so both modes run the
+	 * same loop and a full scan costs the same per slot before and after the entry */
+	unsigned left = READ_ONCE(pt_scan) == PT_SCAN_FULL ? ~0u : virt_to_page(table)->pt_used;
 	u64 *dtable = NULL;
-	for (; addr < end && (full || left); addr += PAGE_SIZE) {
+	for (; addr < end && left; addr += PAGE_SIZE) {
 		unsigned idx = pt_index(addr, 1);
 		u64 v = READ_ONCE(table[idx]);
 		if (!pte_present(v))
