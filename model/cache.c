@@ -19,23 +19,34 @@ int cache_init(struct cache *c, u64 kib, u64 ways)
 		c->set_mask = 0;	/* cache_set() then takes line % 1 = 0 */
 	c->clock = 0;
 	c->w = calloc(lines, sizeof(*c->w));
-	return c->w ? 0 : -1;
+	c->mru = calloc(c->sets, 1);
+	if (!c->w || !c->mru) {
+		cache_free(c);
+		return -1;
+	}
+	return 0;
 }
 
 void cache_free(struct cache *c)
 {
 	free(c->w);
+	free(c->mru);
 	c->w = NULL;
+	c->mru = NULL;
 }
 
 bool cache_access(struct cache *c, u64 line)
 {
-	struct cache_way *set = c->w + cache_set(c, line) * c->ways;
+	u64 si = cache_set(c, line);
+	struct cache_way *set = c->w + si * c->ways;
 	u64 tag = line + 1;
+	if (set[c->mru[si]].tag == tag)
+		return true;	/* already the set's most recent way: LRU order unchanged */
 	struct cache_way *victim = set;
 	for (u32 i = 0; i < c->ways; i++) {
 		if (set[i].tag == tag) {
 			set[i].stamp = ++c->clock;
+			c->mru[si] = (u8)i;
 			return true;
 		}
 		if (set[i].stamp < victim->stamp)
@@ -43,6 +54,7 @@ bool cache_access(struct cache *c, u64 line)
 	}
 	victim->tag = tag;
 	victim->stamp = ++c->clock;
+	c->mru[si] = (u8)(victim - set);
 	return false;
 }
 

@@ -4,11 +4,12 @@
  *   qemu-system-x86_64 ... -icount shift=0,sleep=off,align=off \
  *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH]
  *
- * Per vCPU: clock = instructions x base_cpi + penalties. Instructions are counted by an
- * inline per-vCPU counter; fixed penalties (atomics, serialising instructions, IRET, ...)
- * by inline adds on the same scoreboard; every memory access goes through a callback that
- * prices the TLB lookup (with a page walk through the caches on a miss) and the cache
- * access. Guest marker instructions (nopl 0x4d4dCCCC(%rax)) bracket timed regions and
+ * Per vCPU: clock = instructions x base_cpi + penalties. Instructions and fixed penalties
+ * (atomics, serialising instructions, IRET, ...) are summed per translation block at
+ * translation time and added by one callback per executed block (QEMU 10.0's inline
+ * per-vCPU counters cannot be used: see tb_trans_cb); every memory access goes through a
+ * callback that prices the TLB lookup (with a page walk through the caches on a miss) and
+ * the cache access. Guest marker instructions (nopl 0x4d4dCCCC(%rax)) bracket timed regions and
  * make the plugin print BAREMM-RESULT lines in model cycles.
  */
 #include <fcntl.h>
@@ -36,11 +37,17 @@ static const char *const ev_names[NR_MEV] = {
 	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
 };
 
-/* Inline-updated per-vCPU counters (the scoreboard element). */
-struct sb {
-	u64 insns;		/* instructions, rep string instructions excluded */
+/* What one translation block (or the tail of one after a marker) adds when it runs. */
+struct tb_counts {
+	u32 insns;		/* instructions, rep string instructions excluded */
+	u32 evmask;		/* events with a nonzero count below */
 	u64 pen;		/* fixed penalties, cycles */
-	u64 ev[NR_MEV];
+	u16 ev[NR_MEV];
+};
+
+struct marker {
+	u16 cmd;
+	struct tb_counts tail;	/* the block's instructions after the marker */
 };
 
 #define MAX_RUNS 1000
@@ -49,6 +56,8 @@ struct sb {
 /* Everything else a vCPU owns; touched only from that vCPU's callbacks. */
 struct vcpu {
 	bool live;
+	u64 insns;		/* instructions, rep string instructions excluded */
+	u64 pen;		/* fixed penalties, cycles */
 	struct cache l1, l2;
 	struct hierarchy h;
 	struct tlb tlb;
@@ -56,7 +65,13 @@ struct vcpu {
 	u64 rep_execs;		/* rep string instructions (each counted once) */
 	u64 ev[NR_MEV];
 	u64 last_line;		/* most recent line of the plain path: the L1's MRU line */
+	u64 inval_line, inval_epoch;	/* last line this CPU's store invalidated elsewhere */
 	u64 last_page4k;	/* most recent page translated: the L1 dTLB's MRU entry */
+	u64 last_page2m;	/* ... and its 2 MiB page when that entry is a 2 MiB one */
+	/* QEMU's translations of recent pages (virtual page -> physical page | is_io), kept
+	 * like a TLB: emptied by every CR0/CR3/CR4 write, INVLPG and INVPCID, used only
+	 * with paging on. Saves asking QEMU for the physical address of every access. */
+	u64 pac_v[64], pac_p[64];
 	/* rep string state */
 	const void *rep_insn;
 	u64 rep_mark;
@@ -80,7 +95,6 @@ struct variant_acc {
 
 static struct profile P;
 static struct cache llc;
-static struct qemu_plugin_scoreboard *score;
 static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
@@ -89,7 +103,8 @@ static int api_cur;
 static bool hello_done;
 static GByteArray *regbuf, *membuf;
 /* register handles, looked up once (x86_64 gdb names) */
-static struct qemu_plugin_register *reg_gpr[16], *reg_cr0, *reg_cr3, *reg_cr4, *reg_fs_base, *reg_gs_base;
+static struct qemu_plugin_register *reg_gpr[16], *reg_cr0, *reg_cr3, *reg_cr4, *reg_fs_base, *reg_gs_base,
+	*reg_k_gs_base;
 static const char *const gpr_names[16] = {
 	"rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi",
 	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
@@ -134,13 +149,12 @@ static bool read_reg(struct qemu_plugin_register *r, u64 *v)
 {
 	if (!r)
 		return false;
-	g_byte_array_set_size(regbuf, 0);
+	regbuf->len = 0;	/* empty it (what g_byte_array_set_size(.., 0) does) */
 	int n = qemu_plugin_read_register(r, regbuf);
 	if (n <= 0 || regbuf->len < (unsigned)n)
 		return false;
 	u64 x = 0;
-	for (int i = n < 8 ? n - 1 : 7; i >= 0; i--)
-		x = x << 8 | regbuf->data[i];
+	memcpy(&x, regbuf->data, n < 8 ? (size_t)n : 8);	/* x86: little endian */
 	*v = x;
 	return true;
 }
@@ -153,26 +167,103 @@ static bool read_guest(u64 va, void *dst, size_t len)
 	return true;
 }
 
+/* ---- which vCPU is running ----
+ *
+ * Under round-robin TCG with several vCPUs (always the case with -icount), QEMU 10.0
+ * passes callbacks the index of the vCPU that *translated* the block, and blocks are
+ * shared: vCPU 1 running code first translated by vCPU 0 is reported as vCPU 0. So with
+ * more than one vCPU the model identifies the running CPU itself, at the start of every
+ * block (vCPUs only switch between blocks): by its per-CPU kernel GS base (gs_base in
+ * the kernel, k_gs_base while a Linux CPU is in user mode), which baremm and Linux set
+ * to a distinct per-CPU area on every CPU. The first block seen with a new base claims
+ * the slot QEMU named if that slot is still free, else the lowest free one; with CPUs
+ * brought up in order (baremm, Linux) slots match logical CPU numbers. Before a CPU has
+ * set its GS base (firmware, early boot), QEMU's index is used.
+ */
+static bool multi;		/* more than one vCPU: identify the running one */
+static unsigned running;	/* slot of the running vCPU (multi) */
+static u64 switches;		/* times the running slot changed */
+static u64 last_gs = ~0ull;
+static unsigned last_slot;
+static u64 slot_gs[256];	/* per slot: its kernel GS base, 0 = unclaimed */
+
+static unsigned identify(unsigned hint)
+{
+	u64 g;
+	if (!read_reg(reg_gs_base, &g))
+		return hint;
+	if (!(g >> 63) && (!read_reg(reg_k_gs_base, &g) || !(g >> 63)))
+		return hint;	/* no per-CPU kernel base yet */
+	if (g == last_gs)
+		return last_slot;
+	unsigned slot = max_vcpus;
+	for (unsigned i = 0; i < max_vcpus && i < 256; i++)
+		if (slot_gs[i] == g) {
+			slot = i;
+			break;
+		}
+	if (slot == max_vcpus) {
+		if (hint < max_vcpus && hint < 256 && !slot_gs[hint])
+			slot = hint;
+		else
+			for (unsigned i = 0; i < max_vcpus && i < 256; i++)
+				if (!slot_gs[i]) {
+					slot = i;
+					break;
+				}
+		if (slot == max_vcpus)
+			return hint;	/* more bases than CPUs: a kernel changed one; keep QEMU's */
+		slot_gs[slot] = g;
+	}
+	last_gs = g;
+	last_slot = slot;
+	return slot;
+}
+
+/* The slot a callback's work belongs to. */
+static inline unsigned cur(unsigned vi)
+{
+	return multi ? running : vi;
+}
+
 /* ---- the clock ---- */
 
-static inline struct sb *sb_of(unsigned vi)
+static void tb_exec_cb(unsigned vi, void *ud)
 {
-	return qemu_plugin_scoreboard_find(score, vi);
-}
-
-/* x100 */
-static u64 clock_of(unsigned vi)
-{
-	struct sb *s = sb_of(vi);
+	const struct tb_counts *c = ud;
+	if (multi) {
+		unsigned r = identify(vi);
+		if (r != running) {
+			running = r;
+			switches++;
+		}
+		vi = r;
+	}
 	struct vcpu *v = &vcpus[vi];
-	return (s->insns + v->rep_execs) * P.base_cpi_x100 + (s->pen + v->cyc) * 100;
+	v->insns += c->insns;
+	v->pen += c->pen;
+	for (u32 m = c->evmask; m; m &= m - 1) {
+		int e = __builtin_ctz(m);
+		v->ev[e] += c->ev[e];
+	}
 }
 
-static void events_of(unsigned vi, u64 ev[NR_MEV])
+/* The clock x100, less what the rest of the running block (tail) has already added. */
+static u64 clock_of(unsigned vi, const struct tb_counts *tail)
 {
-	struct sb *s = sb_of(vi);
+	struct vcpu *v = &vcpus[vi];
+	u64 insns = v->insns + v->rep_execs, pen = v->pen;
+	if (tail) {
+		insns -= tail->insns;
+		pen -= tail->pen;
+	}
+	return insns * P.base_cpi_x100 + (pen + v->cyc) * 100;
+}
+
+static void events_of(unsigned vi, u64 ev[NR_MEV], const struct tb_counts *tail)
+{
 	for (int e = 0; e < NR_MEV; e++)
-		ev[e] = s->ev[e] + vcpus[vi].ev[e];
+		ev[e] = vcpus[vi].ev[e] - (tail ? tail->ev[e] : 0);
 }
 
 /* ---- memory accesses ---- */
@@ -222,7 +313,7 @@ static u64 translate(struct vcpu *v, unsigned vi, u64 va)
 	if (!v->paging)
 		return 0;	/* no paging: nothing to translate */
 	u64 page = va >> 12;
-	if (page == v->last_page4k)
+	if (page == v->last_page4k || (va >> 21) == v->last_page2m)
 		return 0;	/* the L1 dTLB's MRU entry: a hit that changes no LRU order */
 	int r = tlb_lookup(&v->tlb, va);
 	u64 cost = 0;
@@ -239,6 +330,7 @@ static u64 translate(struct vcpu *v, unsigned vi, u64 va)
 		}
 	}
 	v->last_page4k = page;
+	v->last_page2m = r == TLB_L1_HIT && v->tlb.last_2m ? va >> 21 : ~0ull;
 	return cost;
 }
 
@@ -248,7 +340,10 @@ static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool cou
 {
 	if (count_access)
 		v->ev[EV_MEM_ACCESS]++;
-	if (store && max_vcpus > 1) {
+	/* no other CPU ran since this CPU's store to the same line: nobody can have it */
+	if (store && multi && (line != v->inval_line || switches != v->inval_epoch)) {
+		v->inval_line = line;
+		v->inval_epoch = switches;
 		for (unsigned o = 0; o < max_vcpus; o++) {
 			struct vcpu *w = &vcpus[o];
 			if (o == vi || !w->live)
@@ -283,17 +378,44 @@ static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool cou
 	}
 }
 
+static void pac_flush(struct vcpu *v)
+{
+	memset(v->pac_v, 0xff, sizeof(v->pac_v));
+}
+
+/* The physical address of an access; false for I/O (MMIO) */
+static inline bool phys_of(struct vcpu *v, qemu_plugin_meminfo_t info, u64 va, u64 *pa)
+{
+	u64 key = va >> 12;
+	unsigned i = key & 63;
+	if (v->paging && v->pac_v[i] == key) {
+		u64 e = v->pac_p[i];
+		*pa = (e & ~0xfffull) | (va & 0xfff);
+		return !(e & 1);
+	}
+	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, va);
+	if (!h)
+		return false;
+	bool io = qemu_plugin_hwaddr_is_io(h);
+	*pa = qemu_plugin_hwaddr_phys_addr(h);
+	if (v->paging) {
+		v->pac_v[i] = key;
+		v->pac_p[i] = (*pa & ~0xfffull) | io;
+	}
+	return !io;
+}
+
 static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
 	(void)ud;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
-	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, va);
-	if (!h || qemu_plugin_hwaddr_is_io(h)) {
+	u64 pa;
+	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
 		return;
 	}
-	u64 pa = qemu_plugin_hwaddr_phys_addr(h);
 	u64 c = translate(v, vi, va);
 	c += data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
 	v->cyc += c;
@@ -304,8 +426,9 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
  * instruction in between moves it). */
 static void rep_exec_cb(unsigned vi, void *ud)
 {
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
-	u64 n = sb_of(vi)->insns;
+	u64 n = v->insns;
 	if (v->rep_insn != ud || v->rep_mark != n) {
 		v->rep_insn = ud;
 		v->rep_mark = n;
@@ -319,14 +442,15 @@ static void rep_exec_cb(unsigned vi, void *ud)
 static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
 	(void)ud;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
-	struct qemu_plugin_hwaddr *h = qemu_plugin_get_hwaddr(info, va);
-	if (!h || qemu_plugin_hwaddr_is_io(h)) {
+	u64 pa;
+	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
 		return;
 	}
-	u64 line = qemu_plugin_hwaddr_phys_addr(h) >> LINE_SHIFT;
+	u64 line = pa >> LINE_SHIFT;
 	if (!rep_filter_new(&v->rep, line))
 		return;
 	v->ev[EV_REP_LINES]++;
@@ -348,7 +472,8 @@ static void update_paging(struct vcpu *v)
 	bool on = v->cr0_known && (v->cr0 & (1ull << 31)) && v->cr4_known && (v->cr4 & (1ull << 5));
 	if (on != v->paging) {
 		tlb_flush(&v->tlb, false);
-		v->last_page4k = ~0ull;
+		pac_flush(v);
+		v->last_page4k = v->last_page2m = ~0ull;
 	}
 	v->paging = on;
 }
@@ -374,8 +499,10 @@ static void refresh_paging(struct vcpu *v)
 static void tlb_insn_cb(unsigned vi, void *ud)
 {
 	struct tlb_insn *ti = ud;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	refresh_paging(v);	/* the values before this instruction */
+	pac_flush(v);
 	if (ti->info.kind == INSN_MOV_CR) {
 		u64 nv;
 		if (ti->info.gpr < 0 || !read_reg(reg_gpr[ti->info.gpr], &nv))
@@ -400,10 +527,10 @@ static void tlb_insn_cb(unsigned vi, void *ud)
 			v->cr0_known = true;
 		}
 		update_paging(v);
-		v->last_page4k = ~0ull;
+		v->last_page4k = v->last_page2m = ~0ull;
 		return;
 	}
-	if (ti->info.kind == INSN_INVLPG && ti->info.has_mem) {
+	if ((ti->info.kind == INSN_INVLPG || ti->info.kind == INSN_INVPCID) && ti->info.has_mem) {
 		u64 regs[16] = { 0 }, fs = 0, gs = 0;
 		const struct mem_operand *m = &ti->info.mem;
 		if (m->base >= 0 && !read_reg(reg_gpr[m->base], &regs[m->base]))
@@ -415,8 +542,25 @@ static void tlb_insn_cb(unsigned vi, void *ud)
 		if (m->seg == SEG_GS)
 			read_reg(reg_gs_base, &gs);
 		u64 a = mem_operand_addr(m, regs, ti->va, ti->info.len, fs, gs);
-		tlb_invlpg(&v->tlb, a);
-		v->last_page4k = ~0ull;
+		v->last_page4k = v->last_page2m = ~0ull;
+		if (ti->info.kind == INSN_INVLPG) {
+			tlb_invlpg(&v->tlb, a);
+			return;
+		}
+		/* INVPCID (PCIDs are not modelled: every type acts on the one address space) */
+		u64 type, desc[2];
+		if (ti->info.gpr < 0 || !read_reg(reg_gpr[ti->info.gpr], &type))
+			return;
+		if (type == 0) {
+			if (read_guest(a, desc, sizeof(desc)))
+				tlb_invlpg(&v->tlb, desc[1]);
+			else
+				tlb_flush(&v->tlb, true);
+		} else {
+			tlb_flush(&v->tlb, type != 2);
+			if (type == 2)
+				v->ev[EV_TLB_FLUSH_ALL]++;
+		}
 	}
 }
 
@@ -504,14 +648,17 @@ static void hello(void)
 
 static void marker_cb(unsigned vi, void *ud)
 {
-	unsigned cmd = (unsigned)(uintptr_t)ud;
+	const struct marker *mk = ud;
+	unsigned cmd = mk->cmd;
+	const struct tb_counts *tail = &mk->tail;
+	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 a0 = 0, a1 = 0, a2 = 0, ev[NR_MEV];
 	switch (cmd) {
 	case CMD_REGION_BEGIN:
 		v->in_region = true;
-		v->r_clock = clock_of(vi);
-		events_of(vi, v->r_ev);
+		v->r_clock = clock_of(vi, tail);
+		events_of(vi, v->r_ev, tail);
 		return;
 	case CMD_REGION_END:
 		if (!v->in_region) {
@@ -519,8 +666,8 @@ static void marker_cb(unsigned vi, void *ud)
 			return;
 		}
 		v->in_region = false;
-		v->acc_clock += clock_of(vi) - v->r_clock;
-		events_of(vi, ev);
+		v->acc_clock += clock_of(vi, tail) - v->r_clock;
+		events_of(vi, ev, tail);
 		for (int e = 0; e < NR_MEV; e++)
 			v->acc_ev[e] += ev[e] - v->r_ev[e];
 		return;
@@ -597,78 +744,100 @@ static void marker_cb(unsigned vi, void *ud)
 
 /* ---- translation ---- */
 
-static qemu_plugin_u64 sb_entry(size_t off)
+static void count_penalty(struct tb_counts *c, u64 cycles, int ev)
 {
-	return (qemu_plugin_u64){ .score = score, .offset = off };
+	c->pen += cycles;
+	if (ev >= 0) {
+		c->ev[ev]++;
+		c->evmask |= 1u << ev;
+	}
 }
 
-static void add_penalty(struct qemu_plugin_insn *insn, u64 cycles, int ev)
+static void *xmalloc(size_t n)
 {
-	if (cycles)
-		qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-								    sb_entry(offsetof(struct sb, pen)), cycles);
-	if (ev >= 0)
-		qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
-			insn, QEMU_PLUGIN_INLINE_ADD_U64, sb_entry(offsetof(struct sb, ev) + (size_t)ev * sizeof(u64)), 1);
+	void *p = calloc(1, n);
+	if (!p) {
+		fprintf(stderr, "costmodel: out of memory\n");
+		abort();
+	}
+	return p;
 }
 
+#define MAX_TB_INSNS 512
+
+/*
+ * Prices the block's instructions once, at translation. Counts and fixed penalties are
+ * added by one callback when the block runs (an exception in the middle of a block
+ * therefore counts the rest of it too; a marker subtracts the part of its block that
+ * follows it). Inline per-vCPU counters would be cheaper, but QEMU 10.0 generates wrong
+ * scoreboard addresses for them when several vCPUs share one thread (round-robin TCG,
+ * which -icount implies): a 2-vCPU guest crashes in generated code.
+ */
 static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	(void)id;
 	size_t n = qemu_plugin_tb_n_insns(tb);
+	if (n > MAX_TB_INSNS)
+		n = MAX_TB_INSNS;
+	struct tb_counts per[MAX_TB_INSNS];
+	struct insn_info infos[MAX_TB_INSNS];
+	struct qemu_plugin_insn *insns[MAX_TB_INSNS];
+	struct tb_counts *total = xmalloc(sizeof(*total));
+	bool any_marker = false;
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		insns[i] = insn;
 		u8 bytes[16];
 		size_t len = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
-		struct insn_info info;
-		decode_insn(bytes, len, &info);
-		if (info.kind == INSN_REP_STRING) {
+		struct insn_info *info = &infos[i];
+		decode_insn(bytes, len, info);
+		struct tb_counts *c = &per[i];
+		memset(c, 0, sizeof(*c));
+		if (info->kind == INSN_REP_STRING) {
+			/* counted once per execution by rep_exec_cb, priced per line */
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, rep_exec_cb, QEMU_PLUGIN_CB_NO_REGS, insn);
 			qemu_plugin_register_vcpu_mem_cb(insn, rep_mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
 			continue;
 		}
-		qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-								    sb_entry(offsetof(struct sb, insns)), 1);
+		c->insns = 1;
 		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
-		switch (info.kind) {
+		switch (info->kind) {
 		case INSN_MARKER:
-			qemu_plugin_register_vcpu_insn_exec_cb(insn, marker_cb, QEMU_PLUGIN_CB_R_REGS,
-							       (void *)(uintptr_t)info.marker_cmd);
+			any_marker = true;
 			break;
 		case INSN_ATOMIC:
-			add_penalty(insn, P.atomic, EV_ATOMIC);
+			count_penalty(c, P.atomic, EV_ATOMIC);
 			break;
 		case INSN_CPUID:
-			add_penalty(insn, P.cpuid, EV_SERIALISE);
+			count_penalty(c, P.cpuid, EV_SERIALISE);
 			break;
 		case INSN_WRMSR:
-			add_penalty(insn, P.wrmsr, EV_SERIALISE);
+			count_penalty(c, P.wrmsr, EV_SERIALISE);
 			break;
 		case INSN_DESC_LOAD:
-			add_penalty(insn, P.serialise, EV_SERIALISE);
+			count_penalty(c, P.serialise, EV_SERIALISE);
 			break;
 		case INSN_IRET:
-			add_penalty(insn, P.irq_roundtrip, EV_IRET);
+			count_penalty(c, P.irq_roundtrip, EV_IRET);
 			break;
 		case INSN_FENCE:
-			add_penalty(insn, P.fence, EV_FENCE);
+			count_penalty(c, P.fence, EV_FENCE);
 			break;
 		case INSN_HLT:
-			add_penalty(insn, P.hlt, EV_HLT);
+			count_penalty(c, P.hlt, EV_HLT);
 			break;
 		case INSN_PAUSE:
-			add_penalty(insn, P.pause, EV_PAUSE);
+			count_penalty(c, P.pause, EV_PAUSE);
 			break;
 		case INSN_MOV_CR:
-		case INSN_INVLPG: {
-			add_penalty(insn, info.kind == INSN_MOV_CR ? P.mov_cr : P.invlpg, EV_SERIALISE);
-			if (info.kind == INSN_INVLPG)
-				add_penalty(insn, 0, EV_INVLPG);
-			/* translations are kept for the whole run: this small record lives as long */
-			struct tlb_insn *ti = malloc(sizeof(*ti));
-			if (!ti)
-				abort();
-			ti->info = info;
+		case INSN_INVLPG:
+		case INSN_INVPCID: {
+			count_penalty(c, info->kind == INSN_MOV_CR ? P.mov_cr : P.invlpg, EV_SERIALISE);
+			if (info->kind != INSN_MOV_CR)
+				count_penalty(c, 0, EV_INVLPG);
+			/* kept as long as QEMU keeps the translation: never freed */
+			struct tlb_insn *ti = xmalloc(sizeof(*ti));
+			ti->info = *info;
 			ti->va = qemu_plugin_insn_vaddr(insn);
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, tlb_insn_cb, QEMU_PLUGIN_CB_R_REGS, ti);
 			break;
@@ -676,6 +845,34 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		default:
 			break;
 		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		total->insns += per[i].insns;
+		total->pen += per[i].pen;
+		total->evmask |= per[i].evmask;
+		for (int e = 0; e < NR_MEV; e++)
+			total->ev[e] = (u16)(total->ev[e] + per[i].ev[e]);
+	}
+	if (total->insns || total->pen || multi)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_cb, QEMU_PLUGIN_CB_NO_REGS, total);
+	else
+		free(total);
+	if (!any_marker)
+		return;
+	/* markers: the counts of the instructions after each one in this block */
+	struct tb_counts tail;
+	memset(&tail, 0, sizeof(tail));
+	for (size_t k = n; k-- > 0;) {
+		if (infos[k].kind == INSN_MARKER) {
+			struct marker *mk = xmalloc(sizeof(*mk));
+			mk->cmd = infos[k].marker_cmd;
+			mk->tail = tail;
+			qemu_plugin_register_vcpu_insn_exec_cb(insns[k], marker_cb, QEMU_PLUGIN_CB_R_REGS, mk);
+		}
+		tail.insns += per[k].insns;
+		tail.pen += per[k].pen;
+		for (int e = 0; e < NR_MEV; e++)
+			tail.ev[e] = (u16)(tail.ev[e] + per[k].ev[e]);
 	}
 }
 
@@ -705,6 +902,8 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 				reg_fs_base = d[i].handle;
 			else if (!strcmp(d[i].name, "gs_base"))
 				reg_gs_base = d[i].handle;
+			else if (!strcmp(d[i].name, "k_gs_base"))
+				reg_k_gs_base = d[i].handle;
 		}
 		g_array_free(regs, 1);
 		for (int g = 0; g < 16; g++)
@@ -725,7 +924,9 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 		abort();
 	}
 	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
-	v->last_line = v->last_page4k = ~0ull;
+	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
+	v->inval_line = ~0ull;
+	pac_flush(v);
 	rep_filter_reset(&v->rep);
 	v->live = true;
 }
@@ -743,11 +944,11 @@ static void atexit_cb(qemu_plugin_id_t id, void *ud)
 		if (!vcpus[vi].live)
 			continue;
 		u64 ev[NR_MEV];
-		events_of(vi, ev);
+		events_of(vi, ev, NULL);
 		char line[2048];
 		int len = snprintf(line, sizeof(line), "BAREMM-MODEL-TOTAL vcpu=%u insns=%llu cycles=%llu", vi,
-				   (unsigned long long)(sb_of(vi)->insns + vcpus[vi].rep_execs),
-				   (unsigned long long)(clock_of(vi) / 100));
+				   (unsigned long long)(vcpus[vi].insns + vcpus[vi].rep_execs),
+				   (unsigned long long)(clock_of(vi, NULL) / 100));
 		for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 48; e++)
 			len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu", ev_names[e],
 					(unsigned long long)ev[e]);
@@ -813,6 +1014,11 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 		}
 	}
 	max_vcpus = (unsigned)(info->system.max_vcpus > 0 ? info->system.max_vcpus : 1);
+	if (max_vcpus > 256) {
+		fprintf(stderr, "costmodel: at most 256 vCPUs\n");
+		return -1;
+	}
+	multi = max_vcpus > 1;
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
 	if (!vcpus || cache_init(&llc, P.llc_kib, P.llc_ways)) {
 		fprintf(stderr, "costmodel: out of memory\n");
@@ -820,7 +1026,6 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	}
 	regbuf = g_byte_array_new();
 	membuf = g_byte_array_new();
-	score = qemu_plugin_scoreboard_new(sizeof(struct sb));
 	qemu_plugin_register_vcpu_init_cb(id, vcpu_init_cb);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans_cb);
 	qemu_plugin_register_atexit_cb(id, atexit_cb, NULL);

@@ -170,6 +170,17 @@ void decode_insn(const u8 *b, size_t n, struct insn_info *out)
 			out->mem.addr32 = addr32;
 		}
 		return;
+	case 0x38:	/* 66 0f 38 82 /r: invpcid r64, m128 */
+		if (i < n && b[i] == 0x82 && !decode_modrm(b + i + 1, n - i - 1, rex, &mr) && mr.mod != 3) {
+			out->kind = INSN_INVPCID;
+			out->gpr = mr.reg;
+			out->has_mem = true;
+			out->mem = mr.mem;
+			out->mem.seg = seg;
+			out->mem.addr32 = addr32;
+			out->len = (u8)(i + 1 + mr.len);
+		}
+		return;
 	case 0xae:	/* lfence = 0f ae e8, mfence = 0f ae f0 (sfence is not priced) */
 		if (i < n && (b[i] == 0xe8 || b[i] == 0xf0) && !rep) {
 			out->kind = INSN_FENCE;
@@ -204,7 +215,7 @@ const char *insn_kind_name(enum insn_kind k)
 {
 	static const char *const names[] = {
 		"plain", "marker", "atomic", "cpuid", "wrmsr", "mov_cr", "iret", "desc_load",
-		"invlpg", "fence", "hlt", "pause", "rep_string",
+		"invlpg", "fence", "hlt", "pause", "rep_string", "invpcid",
 	};
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }

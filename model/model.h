@@ -56,6 +56,7 @@ struct cache {
 	u64 set_mask;	/* sets - 1 when sets is a power of two, else 0 (modulo) */
 	u64 clock;
 	struct cache_way *w;
+	u8 *mru;	/* per set: the way used last (a hit there changes no LRU order) */
 };
 
 int cache_init(struct cache *c, u64 kib, u64 ways);
@@ -91,20 +92,23 @@ struct tlb_way {
 
 struct tlb_array {
 	u32 sets, ways;
+	u64 set_mask;	/* sets - 1 when sets is a power of two (else modulo) */
 	u64 clock;
 	struct tlb_way *w;
+	u16 *mru;	/* per set: the way used last */
 };
 
 /* L1 dTLB split by page size, second-level TLB shared by 4 KiB and 2 MiB entries. */
 struct tlb {
 	struct tlb_array d4k, d2m, stlb;
+	bool last_2m;	/* the last L1 hit was a 2 MiB entry: look there first */
 };
 
 enum { TLB_L1_HIT = 0, TLB_STLB_HIT, TLB_MISS };
 
 int tlb_init(struct tlb *t, const struct profile *p);
 void tlb_free(struct tlb *t);
-/* Looks va up: L1 (4K then 2M), then the STLB (which refills L1). */
+/* Looks va up: L1 (both sizes), then the STLB (which refills L1). */
 int tlb_lookup(struct tlb *t, u64 va);
 /* After a walk: installs the translation of va in the STLB and the L1 array of its size. */
 void tlb_fill(struct tlb *t, u64 va, bool is_2m, bool global);
@@ -157,6 +161,7 @@ enum insn_kind {
 	INSN_HLT,
 	INSN_PAUSE,
 	INSN_REP_STRING,	/* rep/repe/repne movs, stos, cmps, scas, lods */
+	INSN_INVPCID,		/* invpcid: type in a register, descriptor in memory */
 };
 
 /* A ModRM memory operand: address = base + index * scale + disp (+ the address of the next
@@ -177,8 +182,8 @@ struct insn_info {
 	u8 len;			/* bytes decoded (the instruction's length when known) */
 	u16 marker_cmd;		/* INSN_MARKER */
 	u8 cr;			/* INSN_MOV_CR: the control register written */
-	int gpr;		/* INSN_MOV_CR: the source register */
-	bool has_mem;		/* INSN_INVLPG: the operand below is valid */
+	int gpr;		/* INSN_MOV_CR: the source register; INSN_INVPCID: the type */
+	bool has_mem;		/* INSN_INVLPG, INSN_INVPCID: the operand below is valid */
 	struct mem_operand mem;
 };
 

@@ -3,7 +3,8 @@
  * Debian ships no plugin header. Written from QEMU's documented plugin API (API version
  * 4, the one QEMU 9.2 and 10.0 implement; QEMU 10.0 accepts plugins declaring 2..4).
  * Only what model/ calls is declared; every signature was checked against the API
- * documentation for that version. glib types that cross the API (GArray, GByteArray)
+ * documentation for that version. (Scoreboards and inline per-vCPU ops are not used:
+ * under round-robin TCG with several vCPUs QEMU 10.0 crashes on them, see costmodel.c.) glib types that cross the API (GArray, GByteArray)
  * are declared by their documented public layout (a data pointer and a length); the
  * glib functions used on them come from the QEMU process, which links glib.
  */
@@ -49,24 +50,13 @@ enum qemu_plugin_mem_rw {
 	QEMU_PLUGIN_MEM_RW,
 };
 
-enum qemu_plugin_op {
-	QEMU_PLUGIN_INLINE_ADD_U64,
-	QEMU_PLUGIN_INLINE_STORE_U64,
-};
 
 struct qemu_plugin_tb;
 struct qemu_plugin_insn;
 struct qemu_plugin_hwaddr;
-struct qemu_plugin_scoreboard;
 struct qemu_plugin_register;
 
 typedef uint32_t qemu_plugin_meminfo_t;
-
-/* One u64 in every vCPU's element of a scoreboard. */
-typedef struct {
-	struct qemu_plugin_scoreboard *score;
-	size_t offset;
-} qemu_plugin_u64;
 
 typedef struct {
 	struct qemu_plugin_register *handle;
@@ -110,16 +100,12 @@ uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb,
 					    enum qemu_plugin_cb_flags flags, void *userdata);
-void qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(struct qemu_plugin_insn *insn,
-							 enum qemu_plugin_op op, qemu_plugin_u64 entry,
-							 uint64_t imm);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
+					  enum qemu_plugin_cb_flags flags, void *userdata);
 void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
 				      enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw,
 				      void *userdata);
 
-struct qemu_plugin_scoreboard *qemu_plugin_scoreboard_new(size_t element_size);
-void *qemu_plugin_scoreboard_find(struct qemu_plugin_scoreboard *score, unsigned int vcpu_index);
-uint64_t qemu_plugin_u64_get(qemu_plugin_u64 entry, unsigned int vcpu_index);
 
 struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t info, uint64_t vaddr);
 bool qemu_plugin_hwaddr_is_io(const struct qemu_plugin_hwaddr *haddr);

@@ -272,6 +272,11 @@ HTEST(decode_invlpg_operands)
 	HT_EXPECT_EQ(i.mem.base, -1);
 	HT_EXPECT_EQ(i.mem.index, -1);
 	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0, i.len, 0, 0), 0x2000);
+	i = DEC(0x66, 0x0f, 0x38, 0x82, 0x0f);	/* invpcid (%rdi),%rcx */
+	HT_EXPECT_EQ(i.kind, INSN_INVPCID);
+	HT_EXPECT_EQ(i.gpr, 1);
+	HT_EXPECT_EQ(i.mem.base, 7);
+	HT_EXPECT_EQ(DEC(0x66, 0x0f, 0x38, 0x80, 0x0f).kind, INSN_PLAIN);	/* invept */
 	i = DEC(0x65, 0x0f, 0x01, 0x38);		/* invlpg %gs:(%rax) */
 	HT_EXPECT_EQ(i.mem.seg, SEG_GS);
 	HT_EXPECT_EQ(mem_operand_addr(&i.mem, regs, 0, i.len, 0, 0x7000000), 0x7001000);

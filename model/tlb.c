@@ -14,9 +14,11 @@ static int arr_init(struct tlb_array *a, u64 entries, u64 ways)
 		return -1;
 	a->ways = (u32)ways;
 	a->sets = (u32)(entries / ways);
+	a->set_mask = (a->sets & (a->sets - 1)) == 0 ? a->sets - 1 : ~0ull;
 	a->clock = 0;
 	a->w = calloc(entries, sizeof(*a->w));
-	return a->w ? 0 : -1;
+	a->mru = calloc(a->sets, sizeof(*a->mru));
+	return a->w && a->mru ? 0 : -1;
 }
 
 int tlb_init(struct tlb *t, const struct profile *p)
@@ -32,10 +34,13 @@ int tlb_init(struct tlb *t, const struct profile *p)
 
 void tlb_free(struct tlb *t)
 {
-	free(t->d4k.w);
-	free(t->d2m.w);
-	free(t->stlb.w);
-	t->d4k.w = t->d2m.w = t->stlb.w = NULL;
+	struct tlb_array *arrs[3] = { &t->d4k, &t->d2m, &t->stlb };
+	for (int i = 0; i < 3; i++) {
+		free(arrs[i]->w);
+		free(arrs[i]->mru);
+		arrs[i]->w = NULL;
+		arrs[i]->mru = NULL;
+	}
 }
 
 static inline u64 tag_of(u64 va, bool is_2m)
@@ -44,19 +49,26 @@ static inline u64 tag_of(u64 va, bool is_2m)
 	return ((pn << 1) | is_2m) + 1;
 }
 
-static inline struct tlb_way *set_of(struct tlb_array *a, u64 va, bool is_2m)
+static inline u64 set_index(const struct tlb_array *a, u64 va, bool is_2m)
 {
 	u64 pn = is_2m ? va >> 21 : va >> 12;
-	return a->w + (pn % a->sets) * a->ways;
+	return a->set_mask != ~0ull ? pn & a->set_mask : pn % a->sets;
 }
 
 static bool arr_lookup(struct tlb_array *a, u64 va, bool is_2m, bool *global)
 {
-	struct tlb_way *s = set_of(a, va, is_2m);
+	u64 si = set_index(a, va, is_2m);
+	struct tlb_way *s = a->w + si * a->ways;
 	u64 tag = tag_of(va, is_2m);
+	if (s[a->mru[si]].tag == tag) {	/* the set's most recent way: order unchanged */
+		if (global)
+			*global = s[a->mru[si]].global;
+		return true;
+	}
 	for (u32 i = 0; i < a->ways; i++)
 		if (s[i].tag == tag) {
 			s[i].stamp = ++a->clock;
+			a->mru[si] = (u16)i;
 			if (global)
 				*global = s[i].global;
 			return true;
@@ -66,7 +78,8 @@ static bool arr_lookup(struct tlb_array *a, u64 va, bool is_2m, bool *global)
 
 static void arr_fill(struct tlb_array *a, u64 va, bool is_2m, bool global)
 {
-	struct tlb_way *s = set_of(a, va, is_2m), *victim = s;
+	u64 si = set_index(a, va, is_2m);
+	struct tlb_way *s = a->w + si * a->ways, *victim = s;
 	u64 tag = tag_of(va, is_2m);
 	for (u32 i = 0; i < a->ways; i++) {
 		if (s[i].tag == tag) {
@@ -79,11 +92,12 @@ static void arr_fill(struct tlb_array *a, u64 va, bool is_2m, bool global)
 	victim->tag = tag;
 	victim->global = global;
 	victim->stamp = ++a->clock;
+	a->mru[si] = (u16)(victim - s);
 }
 
 static void arr_drop(struct tlb_array *a, u64 va, bool is_2m)
 {
-	struct tlb_way *s = set_of(a, va, is_2m);
+	struct tlb_way *s = a->w + set_index(a, va, is_2m) * a->ways;
 	u64 tag = tag_of(va, is_2m);
 	for (u32 i = 0; i < a->ways; i++)
 		if (s[i].tag == tag) {
@@ -105,8 +119,22 @@ static void arr_flush(struct tlb_array *a, bool keep_global)
 int tlb_lookup(struct tlb *t, u64 va)
 {
 	bool g;
-	if (arr_lookup(&t->d4k, va, false, NULL) || arr_lookup(&t->d2m, va, true, NULL))
-		return TLB_L1_HIT;
+	/* an address is in at most one L1 array: the order of the probes changes nothing */
+	if (t->last_2m) {
+		if (arr_lookup(&t->d2m, va, true, NULL))
+			return TLB_L1_HIT;
+		if (arr_lookup(&t->d4k, va, false, NULL)) {
+			t->last_2m = false;
+			return TLB_L1_HIT;
+		}
+	} else {
+		if (arr_lookup(&t->d4k, va, false, NULL))
+			return TLB_L1_HIT;
+		if (arr_lookup(&t->d2m, va, true, NULL)) {
+			t->last_2m = true;
+			return TLB_L1_HIT;
+		}
+	}
 	if (arr_lookup(&t->stlb, va, false, &g)) {
 		arr_fill(&t->d4k, va, false, g);
 		return TLB_STLB_HIT;

@@ -11,11 +11,12 @@
  * arguments from rdi, rsi, rdx. Any CPU may issue any mark; REGION_BEGIN/END and SAMPLE
  * are per CPU, ROUND and FIGURE are issued by the CPU that runs the harness (CPU 0).
  * Outside the model a mark costs one instruction, the same in every variant of an A/B.
+ *
+ * The header needs no kernel type, so user programs use it too: tools/linux-ref/ref.c
+ * marks its timed regions the same way and Linux then runs under the same model.
  */
 #ifndef BAREMM_ARCH_COSTMODEL_H
 #define BAREMM_ARCH_COSTMODEL_H
-
-#include "kernel/types.h"
 
 /* Commands (the plugin's decoder in model/ uses the same numbers). */
 #define MODEL_REGION_BEGIN 0x0001	/* this CPU enters a timed region */
@@ -31,16 +32,17 @@
 
 #define model_mark3(cmd, a, b, c)                                                          \
 	__asm__ __volatile__(MODEL_MARK_INSN(cmd)                                          \
-			     :: "D"((u64)(a)), "S"((u64)(b)), "d"((u64)(c)) : "memory")
+			     :: "D"((unsigned long)(a)), "S"((unsigned long)(b)),           \
+			     "d"((unsigned long)(c)) : "memory")
 
 static inline void model_region_begin(void) { model_mark3(MODEL_REGION_BEGIN, 0, 0, 0); }
 static inline void model_region_end(void) { model_mark3(MODEL_REGION_END, 0, 0, 0); }
-static inline void model_sample(u64 ops) { model_mark3(MODEL_SAMPLE, ops, 0, 0); }
-static inline void model_round(unsigned variant, bool warmup)
+static inline void model_sample(unsigned long ops) { model_mark3(MODEL_SAMPLE, ops, 0, 0); }
+static inline void model_round(unsigned variant, int warmup)
 {
 	model_mark3(MODEL_ROUND, variant, warmup, 0);
 }
-static inline void model_figure(const char *key, size_t len, unsigned variant)
+static inline void model_figure(const char *key, unsigned long len, unsigned variant)
 {
 	model_mark3(MODEL_FIGURE, key, len, variant);
 }

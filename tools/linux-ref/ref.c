@@ -8,6 +8,9 @@
  *
  * Timing is rdtsc around the operations; under `-icount shift=0` one TSC tick is one
  * guest instruction, so the figures are instructions per operation and repeat exactly.
+ * The timed regions carry baremm's cost-model marks (arch/x86_64/costmodel.h, the same
+ * protocol as baremm's harness), so under the cost-model plugin every figure also comes
+ * out in model cycles (pf1_touch and sparse_fork_marginal excepted: nested or derived).
  *
  * Benchmarks (same shapes as baremm's bench/vm.c and bench/tlb.c):
  *   pf1                 8 MiB private anonymous: mmap, write one byte per 4 KiB page,
@@ -51,6 +54,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../arch/x86_64/costmodel.h"
+
 #define PAGE 4096UL
 #define PMD_SZ (2UL << 20)
 #define PUD_SZ (1UL << 30)
@@ -63,6 +68,29 @@ static inline uint64_t rdtsc(void)
 	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi)::"memory");
 	return ((uint64_t)hi << 32) | lo;
 }
+
+/* A timed region: the model brackets exactly what the TSC figure times. */
+static inline uint64_t tstart(void)
+{
+	model_region_begin();
+	return rdtsc();
+}
+
+static inline uint64_t tstop(uint64_t t0)
+{
+	uint64_t t = rdtsc() - t0;
+	model_region_end();
+	return t;
+}
+
+/* End of one run (warm-up or measured) for the model: its operations, then the round. */
+static void run_done(uint64_t ops, int warmup)
+{
+	model_sample(ops);
+	model_round(0, warmup);
+}
+
+static int g_ncpus = 1;
 
 static void die(const char *fmt, ...)
 {
@@ -84,10 +112,20 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One result line: per-op values of every measured run, median/min/max. */
+/*
+ * One result line: per-op values of every measured run, median/min/max. With @model the
+ * cost model prints its figure for the same runs (key bench=lref.<name>; only for a
+ * figure whose runs were bracketed by tstart/tstop and closed by run_done).
+ */
 static void report(const char *name, const char *cas, const char *unit, double *v, int n,
-		   uint64_t ops_per_run)
+		   uint64_t ops_per_run, int model)
 {
+	if (model) {
+		char key[256];
+		int len = snprintf(key, sizeof(key), "bench=lref.%s variant=default cpus=%d case=%s "
+				   "metric=%s", name, g_ncpus, cas, unit);
+		model_figure(key, (unsigned long)len, 0);
+	}
 	double s[MAXRUNS];
 	memcpy(s, v, n * sizeof(double));
 	qsort(s, n, sizeof(double), cmp_d);
@@ -119,7 +157,7 @@ static void bench_pf1(void)
 	double all[MAXRUNS], touch[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t done = 0, tt = 0;
-		uint64_t t0 = rdtsc();
+		uint64_t t0 = tstart();
 		while (done < iters) {
 			uint64_t n = pages < iters - done ? pages : iters - done;
 			volatile char *a = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE,
@@ -134,14 +172,15 @@ static void bench_pf1(void)
 				die("pf1 munmap");
 			done += n;
 		}
-		uint64_t t = rdtsc() - t0;
+		uint64_t t = tstop(t0);
+		run_done(done, r < 0);
 		if (r >= 0) {
 			all[r] = (double)t / done;
 			touch[r] = (double)tt / done;
 		}
 	}
-	report("pf1", "8MiB", "per_fault", all, g_runs, iters);
-	report("pf1_touch", "8MiB", "per_fault", touch, g_runs, iters);
+	report("pf1", "8MiB", "per_fault", all, g_runs, iters, 1);
+	report("pf1_touch", "8MiB", "per_fault", touch, g_runs, iters, 0);
 }
 
 /* ---- page-table build + teardown (vm.sparse_tables, vm.sparse_tables_munmap) ---- */
@@ -176,7 +215,7 @@ static volatile char *sparse_map(uint64_t len)
 
 static uint64_t fork_exit_wait(void)
 {
-	uint64_t t0 = rdtsc();
+	uint64_t t0 = tstart();
 	pid_t p = fork();
 	if (p < 0)
 		die("fork");
@@ -185,7 +224,7 @@ static uint64_t fork_exit_wait(void)
 	int st;
 	if (waitpid(p, &st, 0) != p)
 		die("waitpid");
-	return rdtsc() - t0;
+	return tstop(t0);
 }
 
 static double bench_fork_empty(void)
@@ -193,10 +232,11 @@ static double bench_fork_empty(void)
 	double v[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t t = fork_exit_wait();
+		run_done(1, r < 0);
 		if (r >= 0)
 			v[r] = (double)t;
 	}
-	report("fork_empty", "-", "per_fork", v, g_runs, 1);
+	report("fork_empty", "-", "per_fork", v, g_runs, 1, 1);
 	double s[MAXRUNS];
 	memcpy(s, v, sizeof(double) * g_runs);
 	qsort(s, g_runs, sizeof(double), cmp_d);
@@ -217,6 +257,7 @@ static void bench_sparse_fork(uint64_t gib, int mode, double empty)
 	double v[MAXRUNS], m[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t t = fork_exit_wait();
+		run_done(tables, r < 0);
 		if (r >= 0) {
 			v[r] = (double)t / tables;
 			m[r] = ((double)t - empty) / tables;
@@ -224,8 +265,8 @@ static void bench_sparse_fork(uint64_t gib, int mode, double empty)
 	}
 	char cas[32];
 	snprintf(cas, sizeof(cas), "gib=%llu,slot=%s", (unsigned long long)gib, slot_name[mode]);
-	report("sparse_fork", cas, "per_table", v, g_runs, tables);
-	report("sparse_fork_marginal", cas, "per_table", m, g_runs, tables);
+	report("sparse_fork", cas, "per_table", v, g_runs, tables, 1);
+	report("sparse_fork_marginal", cas, "per_table", m, g_runs, tables, 0);
 	if (munmap((void *)a, len))
 		die("sparse munmap");
 }
@@ -235,18 +276,19 @@ static void bench_sparse_munmap(uint64_t gib, int mode)
 	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
 	double v[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
-		uint64_t t0 = rdtsc();
+		uint64_t t0 = tstart();
 		volatile char *a = sparse_map(len);
 		sparse_read(a, len, mode, 0);
 		if (munmap((void *)a, len))
 			die("sparse munmap");
-		uint64_t t = rdtsc() - t0;
+		uint64_t t = tstop(t0);
+		run_done(tables, r < 0);
 		if (r >= 0)
 			v[r] = (double)t / tables;
 	}
 	char cas[32];
 	snprintf(cas, sizeof(cas), "gib=%llu,slot=%s", (unsigned long long)gib, slot_name[mode]);
-	report("sparse_munmap", cas, "per_table", v, g_runs, tables);
+	report("sparse_munmap", cas, "per_table", v, g_runs, tables, 1);
 }
 
 /* ---- zap with or without a shootdown ---- */
@@ -304,16 +346,17 @@ static void zap_cases(const char *tag, int iters)
 			for (int i = 0; i < iters; i++) {
 				for (uint64_t p = 0; p < n; p++)
 					a[p * PAGE] = 1;
-				uint64_t t0 = rdtsc();
+				uint64_t t0 = tstart();
 				if (madvise((void *)a, n * PAGE, MADV_DONTNEED))
 					die("madvise");
-				t += rdtsc() - t0;
+				t += tstop(t0);
 			}
+			run_done((uint64_t)iters, r < 0);
 			if (r >= 0)
 				v[r] = (double)t / iters;
 		}
 		munmap((void *)a, 64 * PAGE);
-		report("zap_madvise", cas, "per_call", v, g_runs, iters);
+		report("zap_madvise", cas, "per_call", v, g_runs, iters, 1);
 		/* munmap: the VMA goes too (the mmap and the touch are not timed) */
 		for (int r = -g_warmup; r < g_runs; r++) {
 			uint64_t t = 0;
@@ -321,15 +364,16 @@ static void zap_cases(const char *tag, int iters)
 				volatile char *b = zap_map(n);
 				for (uint64_t p = 0; p < n; p++)
 					b[p * PAGE] = 1;
-				uint64_t t0 = rdtsc();
+				uint64_t t0 = tstart();
 				if (munmap((void *)b, n * PAGE))
 					die("munmap");
-				t += rdtsc() - t0;
+				t += tstop(t0);
 			}
+			run_done((uint64_t)iters, r < 0);
 			if (r >= 0)
 				v[r] = (double)t / iters;
 		}
-		report("zap_munmap", cas, "per_call", v, g_runs, iters);
+		report("zap_munmap", cas, "per_call", v, g_runs, iters, 1);
 	}
 }
 
@@ -431,6 +475,8 @@ int main(int argc, char **argv)
 	/* belt and braces with transparent_hugepage=never: no huge pages in this process */
 	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	int ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	g_ncpus = ncpus;
+	model_hello();	/* under the cost model: the plugin states its profile */
 	const char *only = getenv("lref_only"); /* kernel cmdline lref_only=pf|sparse|zap */
 	const char *runs = getenv("lref_runs");
 	if (runs && atoi(runs) > 0 && atoi(runs) <= MAXRUNS)

@@ -5,7 +5,7 @@
 #
 #   tools/linux-ref/run.sh                 # the default matrix (4 boots, see below)
 #   tools/linux-ref/run.sh boot SMP MODE [ONLY] [EXTRA_APPEND]
-#        SMP = 1|2, MODE = icount|tcg, ONLY = all|pf|sparse|zap
+#        SMP = 1|2, MODE = icount|tcg|model:PROFILE, ONLY = all|pf|sparse|zap
 #   tools/linux-ref/run.sh table LOG...    # table from saved serial logs
 #
 # Environment: LREF_OUT (output directory, default results/linux-ref-<timestamp>),
@@ -56,17 +56,35 @@ build_initrd() {
 	rm -rf "$tmp"
 }
 
+# The cost-model plugin's arguments for MODE model:PROFILE (docs/COSTMODEL.md); its figures
+# go to LOG.model. The plugin reads page tables through the direct map at Linux's default
+# page_offset_base, so KASLR is off, and walks 4 levels, so 5-level paging is off.
+model_args() {
+	local profile=$1 log=$2 so="$ROOT/build/model/costmodel.so" cfg
+	case "$profile" in */* | *.cfg) cfg=$profile ;; *) cfg="$ROOT/model/profiles/$profile.cfg" ;; esac
+	[ -f "$so" ] || { echo "linux-ref: $so missing: run make" >&2; exit 1; }
+	[ -f "$cfg" ] || { echo "linux-ref: no cost-model profile $cfg" >&2; exit 1; }
+	echo "-plugin $so,profile=$cfg,out=$log.model"
+}
+
 # boot OUT SMP MODE ONLY EXTRA -> OUT/linux-smpSMP-MODE-ONLY.log
 boot() {
 	local out=$1 smp=$2 mode=$3 only=$4 extra=${5:-} log append
-	local -a ic=()
+	local -a ic=() plug=()
 	[ "$mode" = icount ] && ic=(-icount "$ICOUNT")
 	append="$BASE_APPEND $extra"
+	case "$mode" in
+	model:*) ic=(-icount "$ICOUNT"); append="$append nokaslr no5lvl" ;;
+	icount | tcg) ;;
+	*) echo "linux-ref: MODE must be icount, tcg or model:PROFILE (got $mode)" >&2; exit 2 ;;
+	esac
 	[ "$only" != all ] && append="$append lref_only=$only"
-	log="$out/linux-smp$smp-$mode-$only${LREF_CPU:+-$(echo "$LREF_CPU" | tr -c 'a-zA-Z0-9=\n' _)}${extra:+-$(echo "$extra" | tr -c 'a-zA-Z0-9=\n' _)}.log"
+	log="$out/linux-smp$smp-${mode/:/-}-$only${LREF_CPU:+-$(echo "$LREF_CPU" | tr -c 'a-zA-Z0-9=\n' _)}${extra:+-$(echo "$extra" | tr -c 'a-zA-Z0-9=\n' _)}.log"
+	# shellcheck disable=SC2207
+	[ "${mode%%:*}" = model ] && { rm -f "$log.model"; plug=($(model_args "${mode#model:}" "$log")); }
 	local cmd=(qemu-system-x86_64 -machine q35 -cpu "${LREF_CPU:-max}" -m 512M -smp "$smp"
 		-kernel "$(kernel)" -initrd "$out/initrd.gz" -append "$append"
-		-nographic -no-reboot "${ic[@]}")
+		-nographic -no-reboot "${ic[@]}" "${plug[@]}")
 	echo "linux-ref: ${cmd[*]}" >&2
 	echo "# ${cmd[*]}" >"$log"
 	timeout "${LREF_TIMEOUT:-1800}" "${cmd[@]}" </dev/null 2>&1 | tr -d '\r' >>"$log" || true
@@ -78,15 +96,20 @@ boot() {
 	echo "$log"
 }
 
-# table LOG...: one row per result line, median instructions (icount) or TSC ticks (tcg)
+# table LOG...: one row per result line, median instructions (icount) or TSC ticks (tcg);
+# a model boot's rows are the cost model's figures (LOG.model), in model cycles.
 table() {
 	printf '%-22s %-28s %-5s %-7s %12s %12s %12s\n' bench case smp mode median min max
-	local f smp mode
+	local f smp mode src pat
 	for f in "$@"; do
 		smp=$(sed -n 's/.* -smp \([0-9]*\) .*/\1/p' "$f" | head -1)
-		if grep -q -- '-icount' "$f"; then mode=icount; else mode=tcg; fi
-		grep '^LREF bench=' "$f" | awk -v smp="$smp" -v mode="$mode" '{
+		src=$f pat='^LREF bench='
+		if grep -q -- '-plugin' "$f"; then
+			mode=model src=$f.model pat='^BAREMM-RESULT bench=lref[.]'
+		elif grep -q -- '-icount' "$f"; then mode=icount; else mode=tcg; fi
+		grep "$pat" "$src" | awk -v smp="$smp" -v mode="$mode" '{
 			for (i = 2; i <= NF; i++) { k = index($i, "="); v[substr($i, 1, k - 1)] = substr($i, k + 1) }
+			sub(/^lref[.]/, "", v["bench"])
 			printf "%-22s %-28s %-5s %-7s %12s %12s %12s\n", v["bench"], v["case"], smp, mode, v["median"], v["min"], v["max"]
 		}'
 	done
