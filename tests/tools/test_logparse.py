@@ -160,8 +160,8 @@ BAREMM-RESULT bench=b.x variant=default cpus=1 metric=op unit=model_cycles runs=
 BAREMM-SAMPLES bench=b.x variant=default cpus=1 metric=op values=150.00,150.00
 BAREMM-RESULT bench=b.x variant=default cpus=1 metric=op unit=cycles runs=2 median=90.00 mean=90.00 stddev=0.00 pstddev=0.00 min=90.00 max=90.00 median_ns=90.00 ops=10 ev.ipi_sent=2.0000
 BAREMM-SAMPLES bench=b.x variant=default cpus=1 metric=op values=90.00,90.00
-BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=2000
 BAREMM-END status=pass results=1
+BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=2000
 """
 
 
@@ -169,6 +169,7 @@ class ModelModeTest(unittest.TestCase):
     def test_model_figures_become_the_results(self):
         p = logparse.parse_log(MODEL_LOG)
         self.assertEqual(p["errors"], [])
+        self.assertEqual(p["warnings"], [])         # totals after BAREMM-END are expected
         self.assertEqual(p["mode"], "model")
         self.assertEqual(p["model"]["profile"], "skylake-sp")
         self.assertEqual(len(p["results"]), 1)
@@ -191,8 +192,8 @@ class ModelModeTest(unittest.TestCase):
         self.assertEqual(p["results"], [])
 
     def test_model_error_line(self):
-        log = MODEL_LOG.replace("BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=2000",
-                                "BAREMM-MODEL-ERROR FIGURE for variant 3 with no runs")
+        log = MODEL_LOG.replace("BAREMM-END status",
+                                "BAREMM-MODEL-ERROR vcpu=0 reason=no_runs\nBAREMM-END status")
         p = logparse.parse_log(log)
         self.assertTrue(any("cost model reports" in e["message"] for e in p["errors"]))
 

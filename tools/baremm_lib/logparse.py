@@ -224,7 +224,9 @@ def parse_log(data, path=None):
                     errors.append({"line": ln, "message": "line %d is incomplete (log ends in "
                                    "the middle of it): %r" % (ln, line[:80])})
                 break
-        if out["end"] is not None and line.strip():
+        if out["end"] is not None and line.startswith("BAREMM-MODEL-TOTAL "):
+            pass    # the cost model's totals come when QEMU exits, after the kernel's end
+        elif out["end"] is not None and line.strip():
             warnings.append({"line": ln, "message": "output after BAREMM-END ignored: %r"
                              % line[:80]})
             continue
