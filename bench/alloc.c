@@ -37,6 +37,7 @@
 #include "kernel/smp.h"
 #include "kernel/percpu.h"
 #include "mm/page_alloc.h"
+#include "mm/pcp.h"
 
 #define FREE_MODE_LIST(X)                                                                   \
 	X(FREE_MODE_LOOP, "loop", "one free_page per page")                                 \
@@ -90,8 +91,44 @@ static void free_loop(struct list_head *list)
 
 /* ---- alloc.order0_pair ---- */
 
-/* The first warm-up round fills this CPU's list (setup drained it), so the measured
- * rounds start on the hit path; a pcp=off round leaves the list as it was. */
+/*
+ * Setup puts CPU 0 in the steady state each variant's op measures, whatever fragments the
+ * boot left in the buddy: its pcp list filled (pcp=on pairs hit the list), and a free
+ * order-0 buddy page whose buddy is held until teardown (pcp=off pairs take and return
+ * it without a split or a merge). Left to chance, the refill could empty the order-0
+ * free list, and pcp=off pairs then cost three splits and three merges more in some
+ * kernel images than in others. A pcp=off round leaves the pcp list as it was.
+ */
+static struct page *order0_held;
+
+static int order0_setup(struct bench_ctx *ctx)
+{
+	alloc_setup(ctx);
+	/* (under ab=pcp:..., opt_pcp holds whichever value; the rounds set their own) */
+	bool pcp_was = READ_ONCE(opt_pcp);
+	WRITE_ONCE(opt_pcp, true);
+	struct page *p = alloc_page(GFP_USER);	/* refills this CPU's list */
+	if (p)
+		free_page(p);
+	/* Two buddy pages, the first given back: either it had a free buddy before and the
+	 * second took it, or the second split a block and left its own buddy free. */
+	WRITE_ONCE(opt_pcp, false);
+	struct page *x = alloc_page(GFP_USER);
+	order0_held = alloc_page(GFP_USER);
+	if (x)
+		free_page(x);
+	WRITE_ONCE(opt_pcp, pcp_was);
+	return p && order0_held ? 0 : -1;
+}
+
+static void order0_teardown(struct bench_ctx *ctx)
+{
+	if (order0_held)
+		free_page(order0_held);
+	order0_held = NULL;
+	alloc_teardown(ctx);
+}
+
 BENCH_OP(order0_pair_op, ctx)
 {
 	(void)ctx;
@@ -106,7 +143,7 @@ DEFINE_BENCH(order0_pair) {
 	.desc = "order-0 alloc_page+free_page pair per CPU (pcp hit path; ab=pcp:on,off for buddy only)",
 	.reads = "pcp,pcp_high,pcp_batch,bench_cpus",
 	.warmup = 2, .iters = 20000, .parallel = true, .throughput = true, .metric = "pair",
-	.setup = alloc_setup, .op = &order0_pair_op, .teardown = alloc_teardown,
+	.setup = order0_setup, .op = &order0_pair_op, .teardown = order0_teardown,
 };
 
 /* ---- alloc.bulk10k / alloc.bulk_resident ---- */
