@@ -36,3 +36,16 @@ class CaseAxisTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ModelSeriesTest(unittest.TestCase):
+    def test_one_series_per_profile(self):
+        def rec(profile, med):
+            r = {"bench": "model.pointer_chase", "metric": "load[bytes:4096]",
+                 "case": "bytes:4096", "cpus": 1, "unit": "model_cycles", "median": med,
+                 "variants": {}}
+            return {"model": {"profile": profile}, "results": [r]}
+        series, unit = plot.collect([rec("a", 5), rec("b", 6)], "bytes")
+        self.assertEqual(unit, "model_cycles")
+        self.assertEqual(sorted(series), ["model.pointer_chase.load cpus=1 model=a",
+                                          "model.pointer_chase.load cpus=1 model=b"])

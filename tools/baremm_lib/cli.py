@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
-from . import experiment, perfcheck, symbolize, testrun
+from . import experiment, modelcheck, perfcheck, symbolize, testrun
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
 
@@ -403,6 +403,7 @@ def build_parser():
 
     experiment.add_parser(sub)
     perfcheck.add_parser(sub)
+    modelcheck.add_parser(sub)
     return ap
 
 

@@ -73,6 +73,9 @@ def collect(records, xkey, bench=None, metric=None):
             label = "%s.%s%s" % (r["bench"], name, (" [%s]" % rest) if rest else "")
             if xkey != "cpus":
                 label += " cpus=%d" % r["cpus"]
+            profile = (rec.get("model") or {}).get("profile")
+            if profile:         # cost-model runs: one series per CPU profile
+                label += " model=%s" % profile
             series.setdefault(label, []).append((x, r))
             units.add(r["unit"])
     if not series:

@@ -1,0 +1,79 @@
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import data  # noqa: E402  (also puts tools/ on sys.path)
+from baremm_lib import modelcheck, runner
+
+
+def load():
+    with open(data("model_kat_skylake.json")) as f:
+        return json.load(f)
+
+
+PROFILE = modelcheck.load_profile(os.path.join(runner.ROOT, "model", "profiles",
+                                               "skylake-sp.cfg"))
+
+
+def find(results, bench, case):
+    return next(r for r in results if r["bench"] == bench and r["metric"].endswith(":%d]" % case))
+
+
+class ModelCheckTest(unittest.TestCase):
+    """The known-answer checks on figures of a real skylake-sp model run."""
+
+    def test_recorded_run_passes(self):
+        self.assertEqual(modelcheck.check(load(), PROFILE), [])
+
+    def test_moved_l2_plateau_fails(self):
+        res = load()
+        for case in (65536, 262144, 524288):
+            find(res, "model.pointer_chase", case)["median"] *= 1.10
+        fails = modelcheck.check(res, PROFILE)
+        self.assertTrue(any("no l2 plateau" in f for f in fails), fails)
+
+    def test_other_profile_latency_fails(self):
+        prof = dict(PROFILE, llc_lat=PROFILE["llc_lat"] * 1.2)
+        fails = modelcheck.check(load(), prof)
+        self.assertTrue(any("(llc)" in f for f in fails), fails)
+
+    def test_boundary_sizes_are_not_plateaus(self):
+        self.assertIsNone(modelcheck.chase_level(1 << 20, PROFILE))     # = L2 size
+        self.assertEqual(modelcheck.chase_level(32 << 10, PROFILE), "l1")
+        self.assertEqual(modelcheck.chase_level(4 << 20, PROFILE), "llc")
+        self.assertEqual(modelcheck.chase_level(256 << 20, PROFILE), "mem")
+
+    def test_invlpg_without_walk_fails(self):
+        res = load()
+        find(res, "model.invlpg_walk", 1)["events"]["model_walk"] = 0.0
+        fails = modelcheck.check(res, PROFILE)
+        self.assertTrue(any("INVLPG then a load" in f for f in fails), fails)
+
+    def test_cr3_reload_dropping_global_fails(self):
+        res = load()
+        find(res, "model.cr3_global", 1)["events"]["model_walk"] = 1.0
+        self.assertTrue(any("global page" in f for f in modelcheck.check(res, PROFILE)))
+
+    def test_tlb_step_missing_fails(self):
+        res = load()
+        for r in res:
+            if r["bench"] == "model.tlb_reach":
+                r["events"]["model_walk"] = 0.0
+        fails = modelcheck.check(res, PROFILE)
+        self.assertTrue(any("walks per load" in f for f in fails), fails)
+
+    def test_missing_benchmarks_fail(self):
+        fails = modelcheck.check([], PROFILE)
+        self.assertEqual(len([f for f in fails if "no figure" in f]), 6)
+
+    def test_profile_without_latency_is_refused(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
+            f.write("name = x\nbase_cpi = 1\n")
+        try:
+            with self.assertRaises(modelcheck.ProfileError):
+                modelcheck.load_profile(f.name)
+        finally:
+            os.unlink(f.name)

@@ -1,0 +1,225 @@
+"""Known-answer checks of the cycle-cost model (docs/COSTMODEL.md, "Validation").
+
+`tools/baremm model-check` boots the known-answer benchmarks (bench/model.c) under the
+model once per profile and checks what the profile file says they must show:
+
+- pointer chase: every working set that lies inside one level (not exactly a cache's
+  size, where true LRU sits between two plateaus) costs base_cpi x its instructions per
+  load + that level's latency, within TOLERANCE; each of L1, L2, LLC and memory has at
+  least one such point (the plateaus exist);
+- TLB reach: while the pages fit the L1 dTLB, no TLB cost; up to the STLB size, one
+  stlb_lat more; beyond it, one page walk per load;
+- INVLPG then a load costs exactly one walk, a load alone none;
+- a CR3 reload keeps a global entry (no walk) and drops a non-global one (one walk).
+
+The expectations come from the profile file alone, so a profile or model change that
+moves a plateau fails here. The check functions read parsed results only, so they are
+unit-tested on synthetic figures (tests/tools/test_modelcheck.py).
+"""
+import os
+import sys
+
+from . import runner, status as st
+
+TOLERANCE = 0.05            # relative, as issue 10 states it
+CMDLINE = "bench=model.*"
+MEM = "1G"
+
+
+class ProfileError(Exception):
+    pass
+
+
+def load_profile(path):
+    """`key = value  # source` lines -> {key: float or str}."""
+    prof = {}
+    with open(path) as f:
+        for n, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if "=" not in line:
+                raise ProfileError("%s:%d: expected key = value" % (path, n))
+            k, v = (x.strip() for x in line.split("=", 1))
+            try:
+                prof[k] = float(v)
+            except ValueError:
+                prof[k] = v
+    for k in ("base_cpi", "l1d_kib", "l1d_lat", "l2_kib", "l2_lat", "llc_kib", "llc_lat",
+              "mem_lat", "dtlb4k_entries", "stlb_entries", "stlb_lat"):
+        if not isinstance(prof.get(k), float):
+            raise ProfileError("%s: no numeric %s" % (path, k))
+    return prof
+
+
+def _case_value(r):
+    """`metric[name:value]` -> int(value)."""
+    m = r["metric"]
+    return int(m[m.index("[") + 1:-1].split(":", 1)[1])
+
+
+def _figures(results, bench):
+    return sorted(((_case_value(r), r) for r in results if r["bench"] == bench),
+                  key=lambda x: x[0])
+
+
+def _insns(r):
+    if r.get("instructions") is None:
+        raise ProfileError("%s has no instruction count (not a model run?)" % r["metric"])
+    return r["instructions"]
+
+
+def chase_level(nbytes, prof):
+    """The level that holds a working set, or None at a cache's exact size."""
+    sizes = [("l1", prof["l1d_kib"] * 1024), ("l2", prof["l2_kib"] * 1024),
+             ("llc", prof["llc_kib"] * 1024)]
+    for name, size in sizes:
+        if nbytes == size and name != "l1":
+            return None
+        if nbytes <= size:
+            return name
+    return "mem"
+
+
+def _within(got, want):
+    return abs(got - want) <= TOLERANCE * want
+
+
+def check_pointer_chase(results, prof):
+    fails, seen = [], set()
+    lat = {"l1": prof["l1d_lat"], "l2": prof["l2_lat"], "llc": prof["llc_lat"],
+           "mem": prof["mem_lat"]}
+    figs = _figures(results, "model.pointer_chase")
+    if not figs:
+        return ["model.pointer_chase: no figures"]
+    for nbytes, r in figs:
+        level = chase_level(nbytes, prof)
+        if level is None:
+            continue
+        want = prof["base_cpi"] * _insns(r) + lat[level]
+        if _within(r["median"], want):
+            seen.add(level)
+        else:
+            fails.append("pointer_chase %d bytes (%s): %.2f cycles/load, expected %.2f +-%d%%"
+                         % (nbytes, level, r["median"], want, TOLERANCE * 100))
+    for level in ("l1", "l2", "llc", "mem"):
+        if level not in seen:
+            fails.append("pointer_chase: no %s plateau within %d%% of the profile"
+                         % (level, TOLERANCE * 100))
+    return fails
+
+
+def check_tlb_reach(results, prof):
+    fails = []
+    figs = _figures(results, "model.tlb_reach")
+    if not figs:
+        return ["model.tlb_reach: no figures"]
+    hit = prof["l1d_lat"]
+    walked = False
+    for pages, r in figs:
+        base = prof["base_cpi"] * _insns(r) + hit
+        walks = r["events"].get("model_walk", 0)
+        if pages <= prof["dtlb4k_entries"]:
+            want, what = base, "no TLB cost"
+        elif pages < prof["stlb_entries"]:
+            want, what = base + prof["stlb_lat"], "one STLB hit"
+        elif pages >= 2 * prof["stlb_entries"]:
+            walked = True
+            if not 0.95 <= walks <= 1.05:
+                fails.append("tlb_reach %d pages: %.4f walks per load, expected 1"
+                             % (pages, walks))
+            if r["median"] <= base + prof["stlb_lat"]:
+                fails.append("tlb_reach %d pages: %.2f cycles/load, no more than an STLB hit"
+                             % (pages, r["median"]))
+            continue
+        else:
+            continue        # around the STLB's size: between two steps
+        if not _within(r["median"], want):
+            fails.append("tlb_reach %d pages: %.2f cycles/load, expected %.2f (%s) +-%d%%"
+                         % (pages, r["median"], want, what, TOLERANCE * 100))
+    if not walked:
+        fails.append("tlb_reach: no case beyond twice the STLB size")
+    return fails
+
+
+def _walks_by_case(results, bench):
+    return {v: r["events"].get("model_walk", 0) for v, r in _figures(results, bench)}
+
+
+def check_walk_cases(results):
+    fails = []
+    inv = _walks_by_case(results, "model.invlpg_walk")
+    cr3 = _walks_by_case(results, "model.cr3_global")
+    expect = [("invlpg_walk invlpg:1 (INVLPG then a load)", inv.get(1), 1.0),
+              ("invlpg_walk invlpg:0 (a load alone)", inv.get(0), 0.0),
+              ("cr3_global global:1 (global page after a CR3 reload)", cr3.get(1), 0.0),
+              ("cr3_global global:0 (non-global page after a CR3 reload)", cr3.get(0), 1.0)]
+    for what, got, want in expect:
+        if got is None:
+            fails.append("%s: no figure" % what)
+        elif abs(got - want) > 0.01:
+            fails.append("%s: %.4f walks per op, expected %g" % (what, got, want))
+    return fails
+
+
+def check(results, prof):
+    """Every failure as a line of text (empty: the model shows the profile)."""
+    return (check_pointer_chase(results, prof) + check_tlb_reach(results, prof)
+            + check_walk_cases(results))
+
+
+def run(profiles, out=sys.stdout, no_build=False, keep=None):
+    """Boot the known-answer benchmarks under each profile; returns (passed, failed)."""
+    if not no_build:
+        runner.build(model=True, quiet=True)
+    top = keep or runner.new_dir(os.path.join(runner.ROOT, "results"),
+                                 "model-check-%s" % runner.timestamp())
+    passed = failed = 0
+    for name in profiles:
+        prof = load_profile(runner.resolve_profile(name))
+        d = runner.new_dir(top, runner.safe_name(name))
+        cfg = {"cmdline": CMDLINE, "smp": 1, "mem": MEM, "cpu": "max", "firmware": "bios",
+               "accel": "tcg", "icount": True, "model": name, "timeout": 900}
+        rec, _ = runner.boot(cfg, d, name="model-check-" + name)
+        fails = []
+        if rec["status"] != "pass" or rec["log"]["errors"]:
+            fails.append("boot: status %s, %d log errors (%s)" % (
+                rec["status"], len(rec["log"]["errors"]), os.path.join(d, "serial.log")))
+        if rec.get("mode") != "model":
+            fails.append("boot: not a cost-model run (no BAREMM-MODEL line)")
+        if not fails:
+            fails = check(rec["results"], prof)
+        for f in fails:
+            out.write("model-check %s: FAIL %s\n" % (name, f))
+        if fails:
+            failed += 1
+        else:
+            passed += 1
+        out.write("model-check %s: %s (%d figures, %.0f s)\n"
+                  % (name, "FAIL" if fails else "ok", len(rec["results"]),
+                     rec["qemu"]["duration_s"]))
+    return passed, failed
+
+
+def main(a):
+    profiles = a.profile or runner.model_profiles()
+    if not profiles:
+        sys.stderr.write("baremm: no cost-model profiles in %s\n" % runner.PROFILE_DIR)
+        return st.EXIT_TOOL_ERROR
+    try:
+        passed, failed = run(profiles, no_build=a.no_build)
+    except (runner.ToolError, ProfileError, OSError) as e:
+        sys.stderr.write("baremm: model-check: %s\n" % e)
+        return st.EXIT_TOOL_ERROR
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+def add_parser(sub):
+    p = sub.add_parser("model-check", help="known-answer checks of the cycle-cost model "
+                       "under each profile (part of make test)")
+    p.add_argument("--profile", action="append", default=None,
+                   help="a profile name or file (repeatable; default: every profile)")
+    p.add_argument("--no-build", action="store_true")
+    p.set_defaults(func=main)
+    return p
