@@ -1,6 +1,8 @@
 # baremm build. `make` builds build/baremm.elf and iso/baremm.iso; `make run` boots the
 # default benchmark suite; `make test` runs every test (host unit tests + QEMU matrix).
-# Missing Debian packages are installed by tools/install-deps.sh.
+# tools/install-deps.sh checks for the tools (any distribution) and installs missing ones
+# where apt-get exists. BAREMM_QEMU, BAREMM_OVMF_CODE, BAREMM_OVMF_VARS choose QEMU and
+# the UEFI firmware (README.md, "Hosts and QEMU").
 
 CC ?= gcc
 ifeq ($(origin CC),default)
@@ -31,12 +33,17 @@ endif
 KSRCS := $(filter-out $(KEXCLUDE),$(wildcard arch/x86_64/*.c kernel/*.c mm/*.c bench/*.c))
 ASRCS := $(wildcard boot/*.asm)
 KOBJS := $(patsubst %.c,$(BUILD)/%.o,$(KSRCS)) $(patsubst %.asm,$(BUILD)/%.o,$(ASRCS))
+GRUB_MKRESCUE ?= $(shell command -v grub-mkrescue || command -v grub2-mkrescue || echo grub-mkrescue)
 BUILD_ID := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 all: $(ISO) $(QEMU_ISO)
 
+# The oldest QEMU accepted: 8 (x2APIC under TCG) to boot, 10 where -icount runs with SMP.
+QEMU_NEED := 8
+test perf-check perf-baseline seeds seed-%: QEMU_NEED := 10
+
 deps:
-	@tools/install-deps.sh
+	@QEMU_NEED=$(QEMU_NEED) tools/install-deps.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -64,14 +71,14 @@ $(ISO): $(ELF) iso/grub.cfg
 	@cp $(ELF) $(BUILD)/isodir/boot/baremm.elf
 	@cp iso/grub.cfg $(BUILD)/isodir/boot/grub/grub.cfg
 	@echo "  ISO     $@"
-	@grub-mkrescue -o $@ $(BUILD)/isodir >$(BUILD)/grub-mkrescue.log 2>&1 || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
+	@$(GRUB_MKRESCUE) -o $@ $(BUILD)/isodir >$(BUILD)/grub-mkrescue.log 2>&1 || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
 
 $(QEMU_ISO): $(ELF) iso/grub.cfg
 	@mkdir -p $(BUILD)/isodir-qemu/boot/grub
 	@cp $(ELF) $(BUILD)/isodir-qemu/boot/baremm.elf
 	@sed 's/^set timeout=.*/set timeout=0/' iso/grub.cfg > $(BUILD)/isodir-qemu/boot/grub/grub.cfg
 	@echo "  ISO     $@"
-	@grub-mkrescue -o $@ $(BUILD)/isodir-qemu >$(BUILD)/grub-mkrescue-qemu.log 2>&1 || { cat $(BUILD)/grub-mkrescue-qemu.log; exit 1; }
+	@$(GRUB_MKRESCUE) -o $@ $(BUILD)/isodir-qemu >$(BUILD)/grub-mkrescue-qemu.log 2>&1 || { cat $(BUILD)/grub-mkrescue-qemu.log; exit 1; }
 
 # ---- host unit tests (mm/ and kernel/ logic compiled for the host, ASan + UBSan) ----
 HOSTCFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -DBAREMM_HOST -I. -Itests/host \
@@ -89,9 +96,10 @@ $(BUILD)/host/%: $$(%_SRCS) $(HOST_COMMON) $$(wildcard tests/host/*.h) FORCE
 
 host-build: $(HOST_BINS)
 
-# Runs every host test binary; prints KTAP per binary. Exit status 1 if any failed.
+# Runs every host test binary; prints one KTAP document (a suite per binary, one totals
+# line; tests/host/ktap_all.py). Exit status 1 if any failed.
 host-test: $(HOST_BINS)
-	@rc=0; for t in $(HOST_BINS); do $$t || rc=1; done; exit $$rc
+	@$(PYTHON) tests/host/ktap_all.py $(HOST_BINS)
 
 # ---- QEMU ----
 run: deps $(ISO) $(QEMU_ISO)

@@ -286,7 +286,7 @@ static int parse_ab(struct variant_set *vs)
 	const char *colon = opt_ab;
 	while (*colon && *colon != ':')
 		colon++;
-	if (!*colon) {
+	if (!*colon || colon == opt_ab) {
 		printk("BAREMM-ERROR option: ab: expected ab=<option>:<v1>,<v2> (got '%s')\n", opt_ab);
 		return -1;
 	}
@@ -306,8 +306,19 @@ static int parse_ab(struct variant_set *vs)
 		const char *e = p;
 		while (*e && *e != ',')
 			e++;
-		if (vs->n == MAX_VARIANTS || e == p || (size_t)(e - p) >= sizeof(vs->values[0])) {
-			printk("BAREMM-ERROR option: ab: at most %d non-empty values\n", MAX_VARIANTS);
+		if (e == p) {
+			printk("BAREMM-ERROR option: ab: empty value at column %u of '%s' (give "
+			       "<option>:<v1>,<v2>)\n", (unsigned)(p - opt_ab) + 1, opt_ab);
+			return -1;
+		}
+		if (vs->n == MAX_VARIANTS) {
+			printk("BAREMM-ERROR option: ab: at most %d values (got more in '%s')\n",
+			       MAX_VARIANTS, opt_ab);
+			return -1;
+		}
+		if ((size_t)(e - p) >= sizeof(vs->values[0])) {
+			printk("BAREMM-ERROR option: ab: value '%.*s' is longer than %u characters\n",
+			       (int)(e - p), p, (unsigned)sizeof(vs->values[0]) - 1);
 			return -1;
 		}
 		char err[OPT_ERRLEN];
@@ -338,7 +349,42 @@ static void set_variant(struct variant_set *vs, const char *val)
 	vs->opt->set = was_set;
 }
 
+/* Early in boot, for every command line: a malformed ab= is a bad option even when no
+ * benchmark would read it (tests=, bench=list). Leaves the option at its boot value. */
+int bench_check_ab(void)
+{
+	struct variant_set vs;
+	if (parse_ab(&vs))
+		return -1;
+	if (vs.opt)
+		set_variant(&vs, vs.original);
+	return 0;
+}
+
 /* ---- output ---- */
+
+/* One token naming the figure uniquely in a boot, for line-matching CI (LAVA): bench,
+ * metric, case, variant, cpus in [A-Za-z0-9._-] (':' -> '-', ',' -> '.'). */
+static void figure_id(char *buf, size_t len, const struct bench *b, const struct bench_ctx *ctx,
+		      const char *variant)
+{
+	char kase[48] = "";
+	if (b->nparams)
+		snprintf(kase, sizeof(kase), ".%s-%lu", b->param_name ? b->param_name : "param",
+			 (unsigned long)ctx->param);
+	snprintf(buf, len, "%s.%s%s.%s.cpus%u", b->name, bench_metric(b), kase, variant,
+		 ctx->ncpus);
+	for (char *p = buf; *p; p++) {
+		char c = *p;
+		if (c == ':')
+			*p = '-';
+		else if (c == ',')
+			*p = '.';
+		else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			   c == '.' || c == '_' || c == '-'))
+			*p = '_';
+	}
+}
 
 static void print_figure(const struct bench *b, struct bench_ctx *ctx, const char *variant,
 			 unsigned v, unsigned runs)
@@ -358,16 +404,20 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	if (b->nparams)
 		snprintf(kase, sizeof(kase), " case=%s:%lu", b->param_name ? b->param_name : "param",
 			 (unsigned long)ctx->param);
-	/* The figure's key; the cost model prints its own figure under the same key first. */
-	char key[256];
-	int klen = snprintf(key, sizeof(key), "bench=%s variant=%s cpus=%u%s metric=%s", b->name,
-			    variant, ctx->ncpus, kase, bench_metric(b));
+	/* one figure at a time, on the boot CPU; room for MAX_RUNS samples of 20 digits */
+	static char line[MAX_RUNS * 24 + 512];
+	char id[192];
+	figure_id(id, sizeof(id), b, ctx, variant);
+	/* The cost model prints its own figure first, under the same key and its own id. */
+	char key[384];
+	int klen = snprintf(key, sizeof(key), "id=%s.model bench=%s variant=%s cpus=%u%s metric=%s",
+			    id, b->name, variant, ctx->ncpus, kase, bench_metric(b));
 	model_figure(key, (size_t)MIN(klen, (int)sizeof(key) - 1), v);
-	char line[1536];
 	int n = snprintf(line, sizeof(line),
-			 "BAREMM-RESULT %s unit=%s runs=%u median=%s mean=%s stddev=%s pstddev=%s min=%s "
-			 "max=%s median_ns=%s ops=%lu",
-			 key, bench_unit(b), runs, med, mean, sd, psd, mn, mx, ns,
+			 "BAREMM-RESULT id=%s bench=%s variant=%s cpus=%u%s metric=%s unit=%s runs=%u median=%s "
+			 "mean=%s stddev=%s pstddev=%s min=%s max=%s median_ns=%s ops=%lu",
+			 id, b->name, variant, ctx->ncpus, kase, bench_metric(b),
+			 bench_unit(b), runs, med, mean, sd, psd, mn, mx, ns,
 			 (unsigned long)(ops_total[v] / runs));
 	if (b->throughput) {
 		struct stats ts;
@@ -392,12 +442,15 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	/* raw per-run values for significance tests on the host */
 	n = snprintf(line, sizeof(line), "BAREMM-SAMPLES bench=%s variant=%s cpus=%u%s metric=%s values=",
 		     b->name, variant, ctx->ncpus, kase, bench_metric(b));
-	for (unsigned r = 0; r < runs && n < (int)sizeof(line) - 32; r++) {
+	unsigned r = 0;
+	for (; r < runs && n < (int)sizeof(line) - 32; r++) {
 		char val[24];
 		print_fx(val, sizeof(val), samples[v][r]);
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", r ? "," : "", val);
 	}
 	printk("%s\n", line);
+	if (r < runs)	/* cannot happen with the buffer above; never silently */
+		printk("BAREMM-ERROR bench %s: BAREMM-SAMPLES holds %u of %u values\n", b->name, r, runs);
 	if (b->parallel) {
 		/* each CPU's own figure: mean over the runs of its cost per op */
 		n = snprintf(line, sizeof(line), "BAREMM-INFO bench=%s variant=%s%s percpu_mean=", b->name,
@@ -448,6 +501,11 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 		want = def ? MIN(def, nr_cpu_ids) : nr_cpu_ids;
 	if (!b->parallel && def == 1)
 		want = 1;	/* a one-CPU body: bench_cpus= would only mislabel the figure */
+	if (opt_bench_cpus && want < min) {
+		printk("BAREMM-ERROR bench %s: bench_cpus=%u is below its minimum of %u CPUs\n", b->name,
+		       want, min);
+		return EXIT_BENCH_ERROR;
+	}
 	if (want > nr_cpu_ids || nr_cpu_ids < min || want < min) {
 		printk("BAREMM-ERROR bench %s: needs %u CPUs (at least %u), %u online; boot with more "
 		       "CPUs (-smp) or set bench_cpus=\n", b->name, MAX(want, min), min, nr_cpu_ids);

@@ -1,6 +1,6 @@
 ; Multiboot2 header: GRUB finds it in the first 32 KiB of the image. We ask for a linear
-; framebuffer (optional, no preferred size or depth: GRUB picks a UEFI GOP or BIOS VBE
-; mode, else leaves EGA text) so a machine without a serial port shows the output
+; framebuffer (optional; 1024x768x32 preferred so the 116-column results table fits, else
+; GRUB picks a UEFI GOP or BIOS VBE mode, else leaves EGA text) so the screen shows the output
 ; (kernel/fbcon.c; iso/grub.cfg loads the video drivers). The info structure may sit
 ; anywhere: we copy it first.
 section .multiboot
@@ -14,9 +14,9 @@ mb2_header_start:
     align 8
     dw 5, 1
     dd 20
-    dd 0                            ; width: no preference
-    dd 0                            ; height: no preference
-    dd 0                            ; depth: no preference
+    dd 1024                         ; preferred width (GRUB falls back to any mode)
+    dd 768                          ; preferred height
+    dd 32                           ; preferred depth
     ; end tag
     align 8
     dw 0, 0

@@ -12,5 +12,7 @@ extern const char *cmdline_source;	/* "fw_cfg", "multiboot" or "none" */
 
 /* What a boot with neither tests= nor bench= does (bench/ harness: the default suite). */
 enum exit_status boot_default_run(void);
+/* Checks ab= (bench/harness.c): 0, or -1 after printing BAREMM-ERROR option: ab: ... */
+int bench_check_ab(void);
 
 #endif

@@ -9,6 +9,8 @@
 #include "mm/direct_map.h"
 #include "mm/fault.h"
 #include "mm/physmem.h"
+#include "mm/page.h"
+#include "mm/page_alloc.h"
 #include "arch/x86_64/probe.h"
 #include "arch/x86_64/tsc.h"
 #include "arch/x86_64/cpu.h"
@@ -59,6 +61,77 @@ KTEST(traps, write_to_kernel_text_faults)
 	KT_EXPECT(fe->hit);
 	KT_EXPECT_EQ(fe->vector, 14);
 	KT_EXPECT_EQ(fe->error_code & 3, 3);	/* present + write: text is read-only */
+}
+
+/* The direct map's alias of kernel text (and rodata) is read-only too (issue 13): a write
+ * through __va() of the code's physical address must fault like one through the kernel
+ * mapping. */
+KTEST(traps, kernel_text_alias_in_direct_map_is_read_only)
+{
+	struct fault_expect *fe = &fault_expect[smp_processor_id()];
+	extern char __text_start[], __text_end[], __rodata_start[];
+	char *probes[] = { __text_start + 64, (char *)probe_ret, (char *)((u64)__text_end - 8),
+			   __rodata_start };
+	for (unsigned i = 0; i < ARRAY_SIZE(probes); i++) {
+		volatile u64 *alias = __va((u64)probes[i] - KERNEL_VIRT_BASE);
+		u64 v, w;
+		KT_ASSERT(!probe_read(probes[i], &v));
+		KT_ASSERT(!probe_read(alias, &w));	/* readable, the same bytes ... */
+		KT_EXPECT_EQ(v, w);
+		KT_EXPECT_MSG(probe_write(alias, w), "alias %p of %p is writable", alias, probes[i]);
+		KT_EXPECT(fe->hit && fe->vector == 14 && fe->addr == (u64)alias);
+		KT_EXPECT_EQ(fe->error_code & 3, 3);	/* present + write */
+	}
+	/* data next to it in the direct map stays writable */
+	static u64 data_word = 5;
+	volatile u64 *data_alias = __va((u64)&data_word - KERNEL_VIRT_BASE);
+	KT_EXPECT(!probe_write(data_alias, 6));
+	KT_EXPECT_EQ(data_word, 6);
+}
+
+#define PF_PRESENT 1
+#define PF_FETCH 0x10	/* error code: the fault was an instruction fetch */
+
+static bool fetch_faulted(void *target, bool present)
+{
+	struct fault_expect *fe = &fault_expect[smp_processor_id()];
+	return probe_exec(target) && fe->vector == 14 && fe->addr == (u64)target &&
+	       (fe->error_code & (PF_FETCH | PF_PRESENT)) == (PF_FETCH | (present ? PF_PRESENT : 0));
+}
+
+static volatile u8 nx_data_ret[16] __aligned(16) = { 0xc3 };
+
+KTEST(traps, no_execute_on_data_stack_and_direct_map)
+{
+	if (!boot_cpu.nx)
+		kt_skip("the CPU has no NX bit");
+	KT_EXPECT_MSG(!probe_exec((void *)probe_ret), "the exec probe itself faults on text");
+	KT_EXPECT_MSG(fetch_faulted((void *)nx_data_ret, true), "kernel data is executable");
+	volatile u8 on_stack[16] = { 0xc3 };
+	KT_EXPECT_MSG(fetch_faulted((void *)on_stack, true), "the kernel stack is executable");
+	/* the direct-map alias of the 'ret' in kernel text: readable, never executable */
+	void *alias = __va((u64)probe_ret - KERNEL_VIRT_BASE);
+	KT_EXPECT_MSG(fetch_faulted(alias, true), "the direct-map alias of text is executable");
+	struct page *pg = alloc_page(GFP_KERNEL);
+	KT_ASSERT(pg != NULL);
+	volatile u8 *ram = page_address(pg);	/* ordinary RAM through the direct map */
+	ram[0] = 0xc3;
+	KT_EXPECT_MSG(fetch_faulted((void *)ram, true), "direct-map RAM is executable");
+	free_page(pg);
+}
+
+KTEST(traps, null_page_is_unmapped)
+{
+	struct fault_expect *fe = &fault_expect[smp_processor_id()];
+	u64 v;
+	for (u64 a = 0; a < 0x1000; a += 0x800) {
+		KT_EXPECT(probe_read((void *)a, &v));
+		KT_EXPECT(fe->hit && fe->addr == a && !(fe->error_code & PF_PRESENT));
+		KT_EXPECT(probe_write((void *)a, 0));
+		KT_EXPECT(fe->hit && fe->addr == a && (fe->error_code & 3) == 2);	/* write, not present */
+		KT_EXPECT_MSG(fetch_faulted((void *)a, false), "executing at %#lx did not fault as "
+			      "not-present (error %#lx)", a, fe->error_code);
+	}
 }
 
 KTEST(printk, formats)

@@ -23,6 +23,11 @@ void kernel_exit(enum exit_status s)
 {
 	if (atomic_xchg(&exiting, 1))
 		halt_forever();
+	if (printk_lines_cut && s == EXIT_PASS) {
+		printk("BAREMM-ERROR printk: %u output lines were cut; the run cannot pass\n",
+		       printk_lines_cut);
+		s = EXIT_BENCH_ERROR;
+	}
 	printk("BAREMM-END status=%s results=%u\n", exit_status_name(s), bench_results_printed);
 	outl(0xf4, (u32)s);	/* QEMU isa-debug-exit: QEMU quits shortly after this write */
 	for (int i = 0; i < 10000000; i++)

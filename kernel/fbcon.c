@@ -6,8 +6,9 @@
 #include "mm/direct_map.h"
 
 #define FBCON_LIST(X)                                                                       \
-	X(FBCON_AUTO, "auto", "only when no serial port answers")                           \
-	X(FBCON_ON, "on", "always (slow under QEMU TCG; refused without a pixel framebuffer)") \
+	X(FBCON_AUTO, "auto",                                                               \
+	  "whenever there is one, except when the host tools pass the command line (fw_cfg)") \
+	X(FBCON_ON, "on", "always (refused without a pixel framebuffer)")                   \
 	X(FBCON_OFF, "off", "never")
 enum { FBCON_LIST(OPTION_ENUM_CONST) };
 static bool screen_ok;	/* a pixel framebuffer is mapped (fbcon_init, before options) */
@@ -194,10 +195,11 @@ static struct fbcon screen;
 static u8 screen_text[SCREEN_MAX_CELLS];
 static phys_addr_t screen_pa;
 static u64 screen_bytes;
-static bool screen_cleared, screen_busy;
+static bool screen_cleared, screen_busy, auto_draws;
 
-void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type)
+void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type, bool host_tools)
 {
+	auto_draws = !host_tools;
 	if (type != 1 || !phys ||
 	    fbcon_setup(&screen, NULL, width, height, pitch, bpp, screen_text, sizeof(screen_text)))
 		return;
@@ -211,7 +213,7 @@ void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type)
 
 void fbcon_emit(const char *s, size_t n)
 {
-	if (!screen_ok || opt_fbcon == FBCON_OFF || (opt_fbcon == FBCON_AUTO && serial_present()))
+	if (!screen_ok || opt_fbcon == FBCON_OFF || (opt_fbcon == FBCON_AUTO && !auto_draws))
 		return;
 	if (screen_busy)	/* a fault while drawing: its report goes to the other consoles */
 		return;

@@ -9,9 +9,11 @@
  * never reads video memory (reads from an uncached framebuffer over PCIe are very slow);
  * without one it moves the pixel rows up with memmove.
  *
- * The console mirror (fbcon_init/fbcon_emit) draws only when `fbcon=on`, or `fbcon=auto`
- * (the default) and no serial port answers: drawing into emulated video memory costs QEMU
- * TCG time, and runs with a serial port do not need the screen.
+ * The console mirror (fbcon_init/fbcon_emit) draws whenever there is a framebuffer
+ * (`fbcon=auto`, the default): a real PC with a UART nobody reads still shows its results.
+ * Only when the command line comes from QEMU fw_cfg (the host tools, which read the serial
+ * port) does auto leave the screen alone: drawing into emulated video memory costs TCG
+ * time. `fbcon=on` draws always, `fbcon=off` never.
  */
 #ifndef BAREMM_FBCON_H
 #define BAREMM_FBCON_H
@@ -39,8 +41,9 @@ void fbcon_clear(struct fbcon *c);		/* black screen, cursor home */
 void fbcon_write(struct fbcon *c, const char *s, size_t n);	/* '\n' '\r' '\t' '\b' */
 
 /* The console mirror: remember the boot framebuffer (multiboot2 tag; type 1 = RGB) and
- * have the direct map cover it. Call before direct_map_init. */
-void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type);
+ * have the direct map cover it. Call before direct_map_init. @host_tools: the command
+ * line came from fw_cfg, so fbcon=auto does not draw. */
+void fbcon_init(u64 phys, u32 pitch, u32 width, u32 height, u8 bpp, u8 type, bool host_tools);
 /* Draw console output on the boot framebuffer if it is wanted (caller holds the console
  * lock). The screen is cleared on the first call that draws. */
 void fbcon_emit(const char *s, size_t n);

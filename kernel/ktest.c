@@ -49,6 +49,14 @@ static bool suite_seen_before(const struct ktest *t, const char *glob)
 	return false;
 }
 
+int ktest_count(const char *glob)
+{
+	int n = 0;
+	for (const struct ktest *t = __start_baremm_tests; t < __stop_baremm_tests; t++)
+		n += selected(t, glob);
+	return n;
+}
+
 /* Suites are listed in order of first appearance; each runs every selected test that
  * carries its name, wherever the linker placed it. */
 int ktest_run(const char *glob)
@@ -84,7 +92,7 @@ int ktest_run(const char *glob)
 			set_doing(doing);
 			u64 t0 = rdtsc();
 			t->fn(&kt);
-			printk("        # %s took %lu ms\n", t->name, (unsigned long)(cycles_to_ns(rdtsc() - t0) / 1000000));
+			printk("        # %s: duration %lu ms\n", t->name, (unsigned long)(cycles_to_ns(rdtsc() - t0) / 1000000));
 			set_doing("tests");
 			if (kt.failures) {
 				printk("    not ok %d %s\n", i, t->name);

@@ -77,6 +77,8 @@ extern const struct ktest __start_baremm_tests[], __stop_baremm_tests[];
 
 /* Run the tests matching @glob; returns the number of failures. */
 int ktest_run(const char *glob);
+/* How many tests the glob selects (0: a typo, which main reports as a bad option). */
+int ktest_count(const char *glob);
 void ktest_list(void);
 
 #endif

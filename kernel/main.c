@@ -185,6 +185,29 @@ static void run_selftest(void)
 
 static void kernel_main_on_stack(void);
 
+static bool option_given(const char *name)
+{
+	struct option_desc *o = option_find(name, strlen(name));
+	return o && o->set;
+}
+
+/* Words that would be silently dropped are errors: one boot runs tests or benchmarks. */
+static void check_option_conflicts(void)
+{
+	static const char *const bench_only[] = { "bench", "ab", "runs", "warmup", "iters",
+						  "bench_cpus" };
+	if (option_given("tests"))
+		for (size_t i = 0; i < ARRAY_SIZE(bench_only); i++)
+			if (option_given(bench_only[i])) {
+				printk("BAREMM-ERROR option: %s: cannot be combined with tests= (%s= "
+				       "applies to benchmarks, tests= runs none; boot once for each)\n",
+				       bench_only[i], bench_only[i]);
+				kernel_exit(EXIT_BAD_OPTION);
+			}
+	if (bench_check_ab())
+		kernel_exit(EXIT_BAD_OPTION);
+}
+
 __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 {
 	percpu_areas[0].self = &percpu_areas[0];
@@ -193,9 +216,11 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 	console_set_ready();
 	printk("baremm %s booting\n", baremm_build_id);
 
-	/* The legacy 8259 PICs would deliver the PIT on vector 8 (#DF's): mask them all. */
+	/* The legacy 8259 PICs would deliver the PIT on vector 8 (#DF's): mask them all,
+	 * and stop the PIT's periodic channel 0 (deterministic SMP under -icount: tsc.c). */
 	outb(0x21, 0xff);
 	outb(0xa1, 0xff);
+	pit_stop();
 	cpu_probe();
 	idt_init();
 	u64 ist[3] = { (u64)early_ist[0] + PAGE_SIZE, (u64)early_ist[1] + PAGE_SIZE,
@@ -213,21 +238,42 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 		early_fail(EXIT_PANIC, err);
 	for (int i = 0; i < boot_info.nr_warnings; i++)
 		printk("boot: firmware data: %s\n", boot_info.warnings[i]);
-	if (boot_info.fb.present && boot_info.fb.type == 2 && !serial_present())
+	/* command line: QEMU fw_cfg (the runner) wins over the boot loader's */
+	int fw_len = fw_cfg_read_file("opt/baremm/cmdline", cmdline, sizeof(cmdline));
+	/* the screen mirrors the console whenever there is one, except for the host tools */
+	if (boot_info.fb.present && boot_info.fb.type == 2 && fw_len < 0)
 		vga_text_init(boot_info.fb.addr, boot_info.fb.width, boot_info.fb.height);
 	if (boot_info.fb.present)	/* pixel framebuffer: drawn when fbcon= wants it */
 		fbcon_init(boot_info.fb.addr, boot_info.fb.pitch, boot_info.fb.width,
-			   boot_info.fb.height, boot_info.fb.bpp, boot_info.fb.type);
-
-	/* command line: QEMU fw_cfg (the runner) wins over the boot loader's */
-	if (fw_cfg_read_file("opt/baremm/cmdline", cmdline, sizeof(cmdline)) >= 0) {
+			   boot_info.fb.height, boot_info.fb.bpp, boot_info.fb.type, fw_len >= 0);
+	if (fw_len >= 0) {
 		cmdline_source = "fw_cfg";
+		if ((size_t)fw_len > sizeof(cmdline) - 1) {
+			printk("BAREMM-ERROR option: command line: %d bytes in fw_cfg opt/baremm/cmdline, "
+			       "at most %u fit; nothing of it is used\n", fw_len,
+			       (unsigned)sizeof(cmdline) - 1);
+			kernel_exit(EXIT_BAD_OPTION);
+		}
+		/* a NUL would end the line early and drop what follows it; trailing NULs are padding */
+		size_t len = strlen(cmdline);
+		for (size_t i = len; i < (size_t)fw_len; i++)
+			if (cmdline[i]) {
+				printk("BAREMM-ERROR option: command line: NUL byte at offset %u of %d; the "
+				       "words after it would be dropped\n", (unsigned)len, fw_len);
+				kernel_exit(EXIT_BAD_OPTION);
+			}
 	} else {
 		memcpy(cmdline, boot_info.cmdline, sizeof(cmdline));
 		cmdline_source = boot_info.have_cmdline ? "multiboot" : "none";
+		if (boot_info.cmdline_cut) {
+			printk("BAREMM-ERROR option: command line: the boot loader's line is longer than "
+			       "%u bytes; nothing of it is used\n", (unsigned)sizeof(cmdline) - 1);
+			kernel_exit(EXIT_BAD_OPTION);
+		}
 	}
 	for (size_t i = 0; cmdline[i]; i++)
-		if (cmdline[i] == '\n' || cmdline[i] == '\r')
+		if (cmdline[i] == '\n' || cmdline[i] == '\r' || cmdline[i] == '\t' ||
+		    cmdline[i] == '\v' || cmdline[i] == '\f')
 			cmdline[i] = ' ';
 	for (size_t i = 0; i < sizeof(cmdline_shown) - 1 && cmdline[i]; i++)
 		cmdline_shown[i] = cmdline[i] == '"' ? '\'' : cmdline[i];
@@ -237,6 +283,7 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 		kernel_exit(EXIT_BAD_OPTION);
 	}
 	options_fit_machine();
+	check_option_conflicts();
 
 	setup_memblock();
 	if (boot_mem_bytes < (24ULL << 20)) {
@@ -283,6 +330,11 @@ static void kernel_main_on_stack(void)
 		if (!strcmp(opt_tests, "list")) {
 			ktest_list();
 			kernel_exit(EXIT_PASS);
+		}
+		if (!ktest_count(opt_tests)) {
+			printk("BAREMM-ERROR option: tests: no test matches '%s' (tests=list lists them)\n",
+			       opt_tests);
+			kernel_exit(EXIT_BAD_OPTION);
 		}
 		int failed = ktest_run(opt_tests);
 		kernel_exit(failed ? EXIT_TEST_FAILED : EXIT_PASS);

@@ -178,8 +178,10 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 			dst[n] = 0;
 			if (type == TAG_CMDLINE) {
 				bi->have_cmdline = true;
-				if (8 + n < size && t[8 + n] && n + 1 == cap)
+				if (8 + n < size && t[8 + n] && n + 1 == cap) {
 					warn(bi, "multiboot2: command line too long, truncated");
+					bi->cmdline_cut = true;
+				}
 			}
 			break;
 		}

@@ -26,6 +26,7 @@ struct mem_range {
 struct boot_info {
 	char cmdline[MB2_CMDLINE_MAX];
 	bool have_cmdline;
+	bool cmdline_cut;		/* longer than MB2_CMDLINE_MAX - 1: the boot refuses it */
 	char loader[64];
 	struct mem_range ranges[MB2_MAX_RANGES];	/* sorted, non-overlapping */
 	int nr_ranges;

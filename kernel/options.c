@@ -193,19 +193,33 @@ void options_fit_machine(void)
 	}
 }
 
+static bool is_sep(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 /* String values are terminated in place: the parser writes a NUL after each word. */
 int options_parse(char *cmdline, bool *want_help, char *err, size_t errlen)
 {
 	*want_help = false;
+	for (size_t i = 0; cmdline[i]; i++) {
+		unsigned char c = (unsigned char)cmdline[i];
+		if ((c < 0x20 || c == 0x7f) && !is_sep((char)c)) {
+			snprintf(err, errlen, "command line: control character 0x%02x at offset %u",
+				 c, (unsigned)i);
+			return -1;
+		}
+	}
 	char *p = cmdline;
 	bool first = true;
+	const char *other = NULL;	/* an option given besides help */
 	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		while (is_sep(*p))
 			p++;
 		if (!*p)
 			break;
 		char *w = p;
-		while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+		while (*p && !is_sep(*p))
 			p++;
 		size_t wlen = (size_t)(p - w);
 		bool at_end = *p == 0;
@@ -228,6 +242,10 @@ int options_parse(char *cmdline, bool *want_help, char *err, size_t errlen)
 		first = false;
 		if (!eq) {
 			if (wlen == 4 && !strncmp(w, "help", 4)) {
+				if (*want_help) {
+					snprintf(err, errlen, "help: given twice");
+					return -1;
+				}
 				*want_help = true;
 				continue;
 			}
@@ -246,6 +264,12 @@ int options_parse(char *cmdline, bool *want_help, char *err, size_t errlen)
 		}
 		if (option_set(o, eq + 1, (size_t)(w + wlen - eq - 1), err, errlen))
 			return -1;
+		other = o->name;
+	}
+	if (*want_help && other) {
+		snprintf(err, errlen, "help: cannot be combined with other options (%s= given); boot "
+			 "with 'help' alone", other);
+		return -1;
 	}
 	return 0;
 }

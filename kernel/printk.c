@@ -182,33 +182,84 @@ int snprintf(char *buf, size_t size, const char *fmt, ...)
 	return n;
 }
 
-void console_write(const char *s, size_t n)
+struct console_hold {
+	unsigned long flags;
+	bool nested, locked;
+};
+
+static void console_hold(struct console_hold *h)
 {
-	unsigned long flags = local_irq_save();
+	h->flags = local_irq_save();
 	int me = console_ready ? (int)smp_processor_id() : 0;
-	bool nested = READ_ONCE(console_owner) == me;
-	bool locked = false;
-	if (!nested) {
+	h->nested = READ_ONCE(console_owner) == me;
+	h->locked = false;
+	if (!h->nested) {
 		if (!READ_ONCE(oops_in_progress)) {
 			spin_lock(&console_lock);
-			locked = true;
+			h->locked = true;
 		} else {
 			/* bounded wait: the holder may have been stopped by the panic NMI */
-			for (long i = 0; i < 10000000 && !locked; i++) {
-				locked = spin_trylock(&console_lock);
-				if (!locked)
+			for (long i = 0; i < 10000000 && !h->locked; i++) {
+				h->locked = spin_trylock(&console_lock);
+				if (!h->locked)
 					cpu_relax();
 			}
 		}
 		console_owner = me;
 	}
-	console_emit(s, n);
-	if (!nested) {
+}
+
+static void console_release(struct console_hold *h)
+{
+	if (!h->nested) {
 		console_owner = -1;
-		if (locked)
+		if (h->locked)
 			spin_unlock(&console_lock);
 	}
-	local_irq_restore(flags);
+	local_irq_restore(h->flags);
+}
+
+/*
+ * Physical lines on the console are at most PRINTK_CONT_WIDTH characters: a longer line
+ * leaves as several, each but the last ending in '\\', each but the first starting with
+ * "BAREMM-CONT ". The host tools join them (docs/OUTPUT.md, "Long lines"), so a record of
+ * any length arrives whole through line-oriented loggers. Called with the console held.
+ */
+static unsigned line_col;	/* characters already on the current physical line */
+
+static void emit_continued(const char *s, size_t n)
+{
+	static const char cont[] = "BAREMM-CONT ";
+	while (n) {
+		size_t i = 0;
+		while (i < n && s[i] != '\n' && line_col + i < PRINTK_CONT_WIDTH)
+			i++;
+		console_emit(s, i);
+		line_col += (unsigned)i;
+		s += i;
+		n -= i;
+		if (!n)
+			break;
+		if (*s == '\n') {
+			console_emit(s, 1);
+			line_col = 0;
+			s++;
+			n--;
+			continue;
+		}
+		/* the physical line is full and the logical one goes on */
+		console_emit("\\\n", 2);
+		console_emit(cont, sizeof(cont) - 1);
+		line_col = sizeof(cont) - 1;
+	}
+}
+
+void console_write(const char *s, size_t n)
+{
+	struct console_hold h;
+	console_hold(&h);
+	emit_continued(s, n);
+	console_release(&h);
 }
 
 void console_set_ready(void)
@@ -216,14 +267,47 @@ void console_set_ready(void)
 	console_ready = true;
 }
 
+/* Lines longer than the stack buffer are formatted again here, under the console lock. */
+static char long_buf[PRINTK_LONG_MAX];
+static bool long_busy;		/* a CPU faulting while printing a long line re-enters */
+unsigned printk_lines_cut;
+
 int vprintk(const char *fmt, va_list ap)
 {
 	char buf[1024];
+	va_list ap2;
+	va_copy(ap2, ap);
 	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	size_t len = n < (int)sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
-	if (len == sizeof(buf) - 1 && buf[len - 1] != '\n')
-		buf[len - 1] = '\n';	/* truncated: still end the line */
-	console_write(buf, len);
+	if (n < (int)sizeof(buf)) {
+		console_write(buf, (size_t)n);
+		va_end(ap2);
+		return n;
+	}
+	struct console_hold h;
+	console_hold(&h);
+	const char *out = buf;
+	size_t cap = sizeof(buf);
+	bool own = !long_busy;
+	if (own) {
+		long_busy = true;
+		vsnprintf(long_buf, sizeof(long_buf), fmt, ap2);
+		out = long_buf;
+		cap = sizeof(long_buf);
+	}
+	va_end(ap2);
+	size_t len = n < (int)cap ? (size_t)n : cap - 1;
+	emit_continued(out, len);
+	if ((size_t)n >= cap) {
+		/* still too long: cut, and say so in a line every tool reports */
+		char msg[128];
+		int m = snprintf(msg, sizeof(msg), "%sBAREMM-ERROR printk: a line of %d characters was "
+				 "cut to %u\n", out[len - 1] == '\n' ? "" : "\n", n, (unsigned)len);
+		emit_continued(msg, (size_t)m);
+		printk_lines_cut++;
+	}
+	if (own)
+		long_busy = false;
+	console_release(&h);
 	return n;
 }
 

@@ -11,6 +11,16 @@
 
 #include "kernel/types.h"
 
+/*
+ * Long lines: a formatted line of any length up to PRINTK_LONG_MAX - 1 characters arrives
+ * whole, as physical lines of at most PRINTK_CONT_WIDTH characters (a trailing '\\' and a
+ * "BAREMM-CONT " prefix join them; docs/OUTPUT.md). A longer one is cut, followed by
+ * "BAREMM-ERROR printk: ..." and counted in printk_lines_cut (a pass then ends bench_error).
+ */
+#define PRINTK_CONT_WIDTH 1000
+#define PRINTK_LONG_MAX (40 * 1024)
+extern unsigned printk_lines_cut;
+
 int printk(const char *fmt, ...) __printf(1, 2);
 int vprintk(const char *fmt, va_list ap);
 int snprintf(char *buf, size_t size, const char *fmt, ...) __printf(3, 4);

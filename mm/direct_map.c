@@ -86,6 +86,33 @@ void *direct_map_va(phys_addr_t pa, u64 size)
 	return pa + size <= (1ULL << 32) ? (void *)pa : NULL;	/* boot identity map */
 }
 
+/*
+ * The direct map's alias of the kernel image's text and rodata is read-only, as the
+ * kernel mapping is: otherwise a stray write through __va() patches code (a write through
+ * the alias did not fault). The 2 MiB pages covering [pa_start, pa_end) are split into
+ * 4 KiB pages with the same attributes, and RW is taken off the pages in the range.
+ */
+static void protect_direct_alias(phys_addr_t pa_start, phys_addr_t pa_end)
+{
+	for (phys_addr_t big = ALIGN_DOWN(pa_start, 1ULL << 21); big < pa_end; big += 1ULL << 21) {
+		u64 va = DIRECT_MAP_BASE + big;
+		u64 *pdpt = next_level(kernel_pml4, (va >> 39) & 511);
+		u64 *pd = next_level(pdpt, (va >> 30) & 511);
+		u64 *pde = &pd[(va >> 21) & 511];
+		BUG_ON(!(*pde & P) || !(*pde & PS) || (*pde & (1ULL << 12)));	/* PAT bit unused */
+		u64 flags = *pde & (NX | 0xfffULL) & ~PS;
+		phys_addr_t pt_pa = alloc_table();
+		u64 *pt = table_va(pt_pa);
+		for (unsigned i = 0; i < 512; i++) {
+			phys_addr_t pa = big + ((u64)i << 12);
+			pt[i] = pa | flags;
+			if (pa >= pa_start && pa < pa_end)
+				pt[i] &= ~RW;
+		}
+		*pde = pt_pa | P | RW;
+	}
+}
+
 static void map_kernel_range(char *start, char *end, u64 flags)
 {
 	for (u64 va = (u64)start; va < (u64)end; va += PAGE_SIZE)
@@ -137,6 +164,7 @@ void direct_map_init(void)
 			map_2m(DIRECT_MAP_BASE + pa, pa,
 			       RW | nx | (range_has_ram(pa, 1ULL << 21) ? 0 : PCD | PWT));
 
+	protect_direct_alias((u64)__text_start - KERNEL_VIRT_BASE, (u64)__rodata_end - KERNEL_VIRT_BASE);
 	map_kernel_range(__text_start, __text_end, 0);
 	map_kernel_range(__rodata_start, __rodata_end, nx);
 	map_kernel_range(__data_start, __kernel_end, RW | nx);

@@ -1,7 +1,9 @@
 /*
  * The kernel half of every address space, built once at boot by the boot CPU:
  *   DIRECT_MAP_BASE + pa   all of 0..4 GiB and all RAM above it, 2 MiB pages, RW, NX
- *                          (and MMIO given to direct_map_add_mmio, e.g. a framebuffer)
+ *                          (and MMIO given to direct_map_add_mmio, e.g. a framebuffer);
+ *                          the alias of the kernel's text and rodata is read-only
+ *                          (4 KiB pages there), so no writable alias of code exists
  *   KERNEL_VIRT_BASE + pa  the kernel image with 4 KiB pages: text RX, rodata R+NX,
  *                          data/bss RW+NX
  *   STACK_AREA_BASE        per-CPU kernel and IST stacks, each with an unmapped guard

@@ -45,7 +45,7 @@ int fw_cfg_read_file(const char *name, char *buf, size_t len)
 		outw(FW_CFG_SEL, __builtin_bswap16(f.select));
 		read_bytes(buf, n);
 		buf[n] = 0;
-		return (int)n;
+		return size > 0x7fffffffu ? 0x7fffffff : (int)size;	/* > len - 1: cut */
 	}
 	return -1;
 }

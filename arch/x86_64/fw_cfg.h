@@ -6,7 +6,8 @@
 #include "kernel/types.h"
 
 bool fw_cfg_present(void);
-/* Read file @name into buf (NUL-terminated). Returns its length, or -1 if absent. */
+/* Read file @name into buf (at most len - 1 bytes, NUL-terminated). Returns the file's full
+ * length (larger than len - 1 when it did not fit), or -1 if absent. */
 int fw_cfg_read_file(const char *name, char *buf, size_t len);
 
 #endif

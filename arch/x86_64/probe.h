@@ -12,7 +12,10 @@
 
 int probe_read64(const volatile void *addr, u64 *out);
 int probe_write64(volatile void *addr, u64 val);
+int probe_exec64(const volatile void *addr);
 void probe_fixup(void);
+void probe_exec_fixup(void);
+void probe_ret(void);	/* a lone 'ret' instruction in kernel text */
 
 static inline struct fault_expect *probe_arm(void)
 {
@@ -38,6 +41,17 @@ static inline bool probe_write(volatile void *addr, u64 val)
 {
 	struct fault_expect *fe = probe_arm();
 	int r = probe_write64(addr, val);
+	fe->armed = false;
+	return r != 0;
+}
+
+/* Call @addr, which must hold a 'ret' (0xc3) so an execution that wrongly succeeds just
+ * returns: true when the instruction fetch faulted. */
+static inline bool probe_exec(const volatile void *addr)
+{
+	struct fault_expect *fe = probe_arm();
+	fe->fixup_rip = (u64)probe_exec_fixup;
+	int r = probe_exec64(addr);
 	fe->armed = false;
 	return r != 0;
 }

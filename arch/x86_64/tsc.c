@@ -22,6 +22,23 @@ static u64 pit_measure(u16 count)
 	return guard >= 100000000 ? 0 : t1 - t0;
 }
 
+/*
+ * Stop PIT channel 0. The firmware leaves it counting in periodic mode (18.2 Hz); masked
+ * at the PIC it interrupts no one, but QEMU still arms a QEMU_CLOCK_VIRTUAL timer for
+ * every period. Under -icount each pending virtual deadline cuts the round-robin slice
+ * of the running vCPU, so with several CPUs the interleaving (who holds a contended lock
+ * when) followed the phase of that 18.2 Hz tick, and the phase is set by how long
+ * firmware and GRUB took, which varies with the host (the CD-ROM reads complete in
+ * QEMU's main loop). Mode 0 (one-shot) with no reload: one last count, then QEMU arms
+ * no timer for it (docs/OUTPUT.md section 7).
+ */
+void pit_stop(void)
+{
+	outb(0x43, 0x30);	/* channel 0, lobyte/hibyte, mode 0 */
+	outb(0x40, 0);
+	outb(0x40, 0);
+}
+
 void tsc_init(void)
 {
 	if (boot_cpu.max_leaf >= 0x15) {

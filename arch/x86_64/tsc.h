@@ -16,5 +16,6 @@ static inline u64 cycles_to_ns(u64 c) { return tsc_khz ? c * 1000000ULL / tsc_kh
 /* Exact for values below ~1.8e13 ns-kHz; callers use it for intervals, not absolute time */
 static inline u64 ns_to_cycles(u64 ns) { return ns * tsc_khz / 1000000ULL; }
 void udelay(u64 us);
+void pit_stop(void);	/* PIT channel 0 off: no firmware-phase timer under -icount */
 
 #endif

@@ -71,6 +71,30 @@ HTEST(typical_bios_map_and_cmdline)
 	HT_EXPECT_EQ(bi.nr_warnings, 0);
 }
 
+static void cmdline_of_len(struct builder *b, unsigned n)
+{
+	start(b);
+	char *t = tag(b, 1, 8 + n + 1);
+	memset(t + 8, 'a', n);
+	t[8 + n] = 0;
+	struct mem_range r[] = { { 0x100000, 0x7ee0000, 1 } };
+	mmap_tag(b, r, 1);
+	finish(b);
+}
+
+/* A line that does not fit is flagged (the kernel refuses it) rather than silently cut */
+HTEST(long_cmdline_is_flagged_cut)
+{
+	static struct builder b;
+	cmdline_of_len(&b, MB2_CMDLINE_MAX - 1);
+	HT_ASSERT(mb2_parse(b.buf, sizeof(b.buf), &bi, &err) == 0);
+	HT_EXPECT(!bi.cmdline_cut);
+	HT_EXPECT_EQ(strlen(bi.cmdline), MB2_CMDLINE_MAX - 1);
+	cmdline_of_len(&b, MB2_CMDLINE_MAX);
+	HT_ASSERT(mb2_parse(b.buf, sizeof(b.buf), &bi, &err) == 0);
+	HT_EXPECT(bi.cmdline_cut);
+}
+
 HTEST(overlap_reserved_wins_and_unsorted_input)
 {
 	struct builder b;

@@ -65,9 +65,39 @@ HTEST(valid_values)
 
 HTEST(kernel_path_first_word_and_help)
 {
-	HT_EXPECT_EQ(parse("/boot/baremm.elf num=7 help"), 0);
+	HT_EXPECT_EQ(parse("/boot/baremm.elf num=7"), 0);
 	HT_EXPECT_EQ(t_num, 7);
+	HT_EXPECT(!help);
+	HT_EXPECT_EQ(parse("/boot/baremm.elf help"), 0);
 	HT_EXPECT(help);
+}
+
+/* help prints and exits: any other option would be dropped, so it is refused */
+HTEST(help_with_other_options_is_refused)
+{
+	HT_EXPECT(parse("num=7 help") != 0);
+	HT_EXPECT(strstr(err, "help") && strstr(err, "num="));
+	HT_EXPECT(parse("help flag=on") != 0);
+	HT_EXPECT(strstr(err, "flag="));
+	HT_EXPECT(parse("help help") != 0);
+	HT_EXPECT(strstr(err, "twice"));
+}
+
+HTEST(vertical_tab_and_form_feed_separate_words)
+{
+	HT_ASSERT(parse("num=8\vflag=on\fmode=alpha") == 0);
+	HT_EXPECT_EQ(t_num, 8);
+	HT_EXPECT(t_flag);
+	HT_EXPECT_EQ(t_mode, 0);
+}
+
+HTEST(other_control_characters_are_refused)
+{
+	HT_EXPECT(parse("num=8\x01" "flag=on") != 0);
+	HT_EXPECT(strstr(err, "0x01") && strstr(err, "offset 5"));
+	HT_EXPECT(parse("str=a\x1b" "b") != 0);
+	HT_EXPECT(strstr(err, "0x1b"));
+	HT_EXPECT(parse("num=8\x7f") != 0);
 }
 
 HTEST(unknown_key_is_named)

@@ -134,3 +134,38 @@ class PlotTest(unittest.TestCase):
                                 "-o", out], capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("no result has a value", r.stderr)
+
+
+class ComparableRunsTest(unittest.TestCase):
+    """compare warns when two runs differ in mode, accelerator or TSC frequency."""
+
+    def rec(self, tsc=2100000, accel="tcg", icount=False, used="tcg,thread=multi"):
+        p = logparse.parse_log(read("bench_base.log"))
+        m = dict(p["machine"], tsc_khz=tsc, accel=accel)
+        return {"schema": "baremm-run/1", "name": "x", "machine": m, "results": p["results"],
+                "config": {"icount": icount, "accel_used": used},
+                "log": {"truncated": False, "errors": []}}
+
+    def test_run_differences(self):
+        a = self.rec()
+        self.assertEqual(compare.run_differences([a, self.rec(tsc=2101000)], ["A", "B"]), [])
+        w = compare.run_differences([a, self.rec(tsc=1350000)], ["A", "B"])
+        self.assertEqual(len(w), 1)
+        self.assertIn("tsc_khz differs by 56 %", w[0])
+        w = compare.run_differences([a, self.rec(accel="kvm", icount=True,
+                                                 used="tcg,thread=single")], ["A", "B"])
+        self.assertEqual(len(w), 3, w)
+        self.assertTrue(any("mode differs" in x and "deterministic" in x for x in w))
+        self.assertTrue(any("accel differs: A has tcg, B has kvm" in x for x in w))
+
+    def test_cli_warns(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for n, r in (("a", self.rec()), ("b", self.rec(tsc=1350000))):
+                paths.append(os.path.join(d, n + ".json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(r, f)
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "baremm"),
+                                  "compare"] + paths, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("warning: tsc_khz differs", out.stderr)

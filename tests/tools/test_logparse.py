@@ -202,3 +202,60 @@ class ModelModeTest(unittest.TestCase):
                                .replace("unit=model_cycles", "unit=cycles"))
         self.assertIsNone(p["mode"])
         self.assertEqual(runner.run_mode(None, p), "icount")
+
+
+class LongLineTest(unittest.TestCase):
+    """The kernel splits lines longer than 1000 characters with a trailing '\\' and a
+    "BAREMM-CONT " prefix; the parser joins them, and a short SAMPLES line is an error."""
+
+    @staticmethod
+    def split(line, width=1000):
+        parts, first = [], True
+        while line:
+            room = width - (0 if first else len(logparse.CONT_PREFIX))
+            parts.append(("" if first else logparse.CONT_PREFIX) + line[:room])
+            line, first = line[room:], False
+        return "\\\r\n".join(parts) + "\r\n"
+
+    RESULT = ("BAREMM-RESULT bench=b variant=default cpus=1 metric=op unit=cycles runs=%d "
+              "median=1 mean=1 stddev=0 pstddev=0 min=1 max=1\n")
+
+    def log(self, nvals, runs):
+        samples = "BAREMM-SAMPLES bench=b variant=default cpus=1 metric=op values=" + \
+            ",".join("%d.25" % (1000 + i) for i in range(nvals))
+        machine = 'BAREMM-MACHINE cpus=1 cmdline="%s"' % ("x" * 1500)
+        return (self.split(machine) + self.RESULT % runs + self.split(samples)
+                + "BAREMM-END status=pass results=1\n")
+
+    def test_joined(self):
+        text = self.log(1000, 1000)
+        self.assertGreater(text.count(logparse.CONT_PREFIX), 6)
+        p = logparse.parse_log(text)
+        self.assertEqual(p["errors"], [])
+        self.assertEqual(p["warnings"], [])
+        self.assertEqual(p["machine"]["cmdline"], "x" * 1500)
+        self.assertEqual(len(p["results"][0]["samples"]), 1000)
+        self.assertEqual(p["results"][0]["samples"][999], 1999.25)
+        self.assertEqual(p["results"][0]["line"], 3)   # line numbers stay physical
+
+    def test_fewer_samples_than_runs_is_an_error(self):
+        p = logparse.parse_log(self.log(143, 1000))
+        self.assertTrue(any("143 values" in e["message"] for e in p["errors"]), p["errors"])
+
+    def test_lost_first_part_is_an_error(self):
+        text = self.log(1000, 1000)
+        lines = text.split("\n")
+        del lines[[i for i, x in enumerate(lines) if x.startswith("BAREMM-SAMPLES")][0]]
+        p = logparse.parse_log("\n".join(lines))
+        self.assertTrue(any("continuation" in e["message"] for e in p["errors"]), p["errors"])
+
+    def test_cut_in_the_middle_is_incomplete(self):
+        text = self.log(1000, 1000)
+        cut = text[:text.index(logparse.CONT_PREFIX, text.index("BAREMM-SAMPLES")) + 20]
+        p = logparse.parse_log(cut)
+        self.assertTrue(p["truncated"])
+        self.assertTrue(any("incomplete" in e["message"] for e in p["errors"]), p["errors"])
+
+    def test_join_continued(self):
+        self.assertEqual(logparse.join_continued("a\\\nBAREMM-CONT b\nc\\\nd\n"),
+                         "ab\nc\\\nd\n")

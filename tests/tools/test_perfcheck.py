@@ -43,13 +43,18 @@ class CfgTest(unittest.TestCase):
         self.assertEqual(vm["overrides"], [("vm.refpage.cycle[[]touch_permille:0]*", 50.0)])
         self.assertEqual((s1["tolerance"], s1["smp"]), (10.0, 2))
 
+    def test_repeat(self):
+        c = pc.parse_cfg("[a]\ncmdline=x\nrepeat=2\n[b]\ncmdline=y\n")
+        self.assertEqual([e["repeat"] for e in c["entries"]], [2, 1])
+
     def test_errors(self):
         for text, msg in (("[a]\nsmp=1\n", "no cmdline"),
                           ("[a]\ncmdline=x\nbogus=1\n", "unknown key"),
                           ("[a]\ncmdline=x\ntolerance=lots\n", "not a number"),
                           ("[a]\ncmdline=x\n[a]\ncmdline=y\n", "duplicate"),
                           ("smp=2\n", "only tolerance="),
-                          ("[a]\ncmdline=x\nsmp=0\n", "positive integer")):
+                          ("[a]\ncmdline=x\nsmp=0\n", "positive integer"),
+                          ("[a]\ncmdline=x\nrepeat=0\n", "positive integer")):
             with self.assertRaises(pc.PerfError) as cm:
                 pc.parse_cfg(text, "t.cfg")
             self.assertIn(msg, str(cm.exception))
@@ -124,6 +129,19 @@ class CompareTest(unittest.TestCase):
         self.assertIn("BOOT", [r["verdict"] for r in rows])
         rows, n = pc.compare_figures({}, {}, [("x", "watchdog")])
         self.assertEqual((rows[0]["verdict"], n["failed"]), ("BOOT", 1))
+
+
+class BootsDifferTest(unittest.TestCase):
+    def test_identical_and_each_kind_of_difference(self):
+        f = {"e: x cpus=2": {"median": 5.0, "samples": [4.0, 5.0, 6.0], "events": {"ev.a": 1.0}}}
+        self.assertEqual(pc.boots_differ([f, json.loads(json.dumps(f))]), [])
+        for what, v in (("median", 5.5), ("samples", [4.0, 5.0, 6.5]),
+                        ("events", {"ev.a": 1.5})):
+            g = json.loads(json.dumps(f))
+            g["e: x cpus=2"][what] = v
+            d = pc.boots_differ([f, g])
+            self.assertEqual([(x[0], x[1]) for x in d], [("e: x cpus=2", what)])
+        self.assertEqual(pc.boots_differ([f, {}])[0][1:], ("figure", "present", "missing"))
 
 
 class IsoTest(unittest.TestCase):
@@ -231,6 +249,33 @@ class CommandTest(unittest.TestCase):
         rc, out = self.run_cli("--update", "--repeat", "--only", "seed001")
         self.assertEqual(rc, 1)
         self.assertIn("NOT DETERMINISTIC", out)
+
+    def test_entry_repeat_must_be_identical(self):
+        """An entry with repeat=2 boots twice in every check and fails (DIFFERS) when the
+        two boots disagree, even when both are within the baseline's tolerance."""
+        with open(self.cfg, "a") as f:
+            f.write("repeat=2\n")              # appended to [seed001]
+        rc, out = self.run_cli("--update")
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(self.boots, [("vm", True, 1), ("seed001", True, 2),
+                                      ("seed001", True, 2)])
+        seq = iter(["seed001_icount.log", "seed001_icount.log",
+                    "seed001_icount.log", "seed001_tcg.log"])
+        orig = runner.boot
+
+        def boot(cfg, outdir, echo=None, iso=None, name="run"):
+            if name == "seed001":
+                return rec(next(seq)), None
+            return orig(cfg, outdir, echo, iso, name)
+        runner.boot = boot
+        rc, out = self.run_cli("--only", "seed001")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("1 passed, 0 failed", out)
+        rc, out = self.run_cli("--only", "seed001")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("NOT DETERMINISTIC", out)
+        self.assertIn("DIFFERS", out)
+        self.assertTrue(out.rstrip().endswith("0 passed, 1 failed"), out)
 
 
 if __name__ == "__main__":

@@ -49,3 +49,48 @@ class ModelSeriesTest(unittest.TestCase):
         self.assertEqual(unit, "model_cycles")
         self.assertEqual(sorted(series), ["model.pointer_chase.load cpus=1 model=a",
                                           "model.pointer_chase.load cpus=1 model=b"])
+class AxisAndCaptionTest(unittest.TestCase):
+    def test_zero_on_log_axis(self):
+        where, settings, scale = plot.x_axis(["0", "1", "8", "512"])
+        self.assertEqual(scale, "log")
+        self.assertGreater(where[0.0], 0)            # drawable on a log axis
+        self.assertLess(where[0.0], 1)               # left of the smallest positive x
+        self.assertIn("set logscale x", settings)
+        tics = [s for s in settings if s.startswith("set xtics")][0]
+        self.assertIn('"0" %r' % where[0.0], tics)
+        self.assertIn('"512" 512.0', tics)
+
+    def test_zero_on_linear_axis_starts_at_zero(self):
+        where, settings, scale = plot.x_axis(["0", "1", "8"], "linear")
+        self.assertEqual((scale, where[0.0]), ("linear", 0.0))
+        self.assertEqual(settings, ["set xrange [0.0:8.4]"])
+        _, settings, _ = plot.x_axis(["2", "4"], "auto")
+        self.assertEqual(settings, ["set xrange [1.9:4.1]"])
+
+    def test_log_axis_refuses_negative(self):
+        with self.assertRaises(plot.PlotError):
+            plot.x_axis(["-1", "4", "512"], "log")
+
+    def test_caption_wraps_at_word_boundaries(self):
+        text = "cpu_model=QEMU TCG CPU, cmdline=" + " ".join("opt%d=value%d" % (i, i)
+                                                             for i in range(20))
+        lines = plot.caption_lines(text, width=60)
+        self.assertTrue(all(len(x) <= 60 for x in lines))
+        words = set(text.split())
+        for x in lines:
+            for w in x.split():
+                self.assertIn(w.rstrip("."), words | {w[:-3]})
+        self.assertEqual(len(plot.caption_lines(text * 10, width=60)), 3)
+        self.assertTrue(plot.caption_lines(text * 10, width=60)[-1].endswith("..."))
+
+    @unittest.skipUnless(__import__("shutil").which("gnuplot"), "gnuplot not installed")
+    def test_plot_with_zero_x(self):
+        import tempfile
+        rec = {"results": [result("pages:0", 5.0), result("pages:1", 10.0),
+                           result("pages:512", 30.0)], "machine": {"cpu_model": "x"}}
+        with tempfile.TemporaryDirectory() as d:
+            for scale in ("log", "linear"):
+                out = os.path.join(d, scale + ".png")
+                info = plot.plot([rec], "pages", out, xscale=scale)
+                self.assertEqual(info["xscale"], scale)
+                self.assertGreater(os.path.getsize(out), 1000)

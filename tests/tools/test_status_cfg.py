@@ -157,3 +157,32 @@ class UnittestOutputTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SelectionTypoTest(unittest.TestCase):
+    """A misspelled --group or --only is an error, never an empty run that passes."""
+    CFG = "[a]\ngroups=quick tests\n[b]\ngroups=uefi\n"
+
+    def test_unknown_selection(self):
+        entries = cfg.parse(self.CFG)
+        self.assertEqual(cfg.unknown_selection(entries, ["quick"], ["b"]), [])
+        self.assertEqual(cfg.unknown_selection(entries, ["a"]), [])   # a name works as a group
+        bad = cfg.unknown_selection(entries, ["quick,uefi"], ["bb", "c"])
+        self.assertEqual(len(bad), 3, bad)
+        self.assertIn("'quick,uefi'", bad[0])
+        self.assertIn("did you mean b", bad[1])
+
+    def test_test_command_exits_2(self):
+        tool = os.path.join(ROOT, "tools", "baremm")
+        for args in (["--group", "quick,uefi"], ["--only", "smp2-bios-maxx"],
+                     ["--group", "nosuchgroup"]):
+            r = subprocess.run([sys.executable, tool, "test", "--no-build", "--no-host",
+                                "--no-unittest"] + args, capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, status.EXIT_USAGE, args)
+            self.assertIn(args[1], r.stderr)
+            self.assertNotIn("passed", r.stdout)
+
+    def test_cmdline_escaped(self):
+        e = cfg.parse("[x]\ncmdline_escaped=\\x00tests=boot.*\\vbench=a\\\\b\n")[0]
+        self.assertEqual(e["cmdline"], "\0tests=boot.*\vbench=a\\b")

@@ -35,6 +35,39 @@ class SymbolizeTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("leaf at", r.stdout)
 
+    def test_build_id_checked(self):
+        """A log from another build is refused: its addresses name the wrong functions."""
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "t.c")
+            with open(src, "w") as f:
+                f.write('__attribute__((used)) const char tag[] = "baremm-build-id:abc123";\n'
+                        "__attribute__((noinline)) int leaf(int x) { return x * 7; }\n"
+                        "int main(int c, char **v) { (void)v; return leaf(c); }\n")
+            elf = os.path.join(d, "t.elf")
+            subprocess.run(["gcc", "-O1", "-g", "-o", elf, src], check=True)
+            self.assertEqual(symbolize.elf_build_id(elf), "abc123")
+            tool = os.path.join(ROOT, "tools", "symbolize")
+
+            def run(build, *extra):
+                log = ("baremm %s booting\nBAREMM-MACHINE cpus=1 build=%s cmdline=\"\"\n"
+                       "PANIC: x\n [<ffffffff80201234>]\n" % (build, build))
+                return subprocess.run([sys.executable, tool, "--elf", elf] + list(extra) + ["-"],
+                                      input=log, capture_output=True, text=True)
+            r = run("abc123")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stderr, "")
+            r = run("def456")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("build def456", r.stderr)
+            self.assertIn("build abc123", r.stderr)
+            self.assertEqual(r.stdout, "")
+            r = run("def456", "--ignore-build-id")
+            self.assertEqual(r.returncode, 0)
+            self.assertIn("PANIC", r.stdout)
+            ok, msg = symbolize.check_build_id(["baremm abc123-dirty booting\n"], elf)
+            self.assertFalse(ok)
+        self.assertEqual(symbolize.log_build_id(["x", "baremm 1234abcd booting"]), "1234abcd")
+
     def test_missing_elf(self):
         with self.assertRaises(symbolize.SymbolizeError):
             symbolize.symbolize_lines([" [<ffffffff80201234>]\n"], "/nonexistent.elf")

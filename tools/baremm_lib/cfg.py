@@ -1,4 +1,4 @@
-"""tests/qemu/matrix.cfg and suites.cfg: kvm-unit-tests unittests.cfg style.
+r"""tests/qemu/matrix.cfg and suites.cfg: kvm-unit-tests unittests.cfg style.
 
     # comment
     [name]
@@ -14,6 +14,7 @@
     expect_output=<regex>
     ktap=required|optional
     groups=quick tests
+    cmdline_escaped=tests=boot.*\x00bench=x   (the cmdline with C escapes \xNN \t \v \f \\)
 
 Values run to the end of the line (a cmdline may contain '=' and '#'); only lines whose
 first non-blank character is '#' or ';' are comments. Unknown keys are errors.
@@ -25,8 +26,16 @@ from .status import ALL_STATUSES
 DEFAULTS = {
     "cmdline": None, "smp": 1, "mem": "512M", "cpu": "max", "firmware": "bios",
     "accel": "tcg", "icount": False, "timeout": 120, "expect": "pass",
-    "expect_output": None, "ktap": None, "groups": [],
+    "expect_output": None, "ktap": None, "groups": [], "cmdline_escaped": None,
 }
+ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|[\\tvfnr0])")
+ESCAPES = {"\\": "\\", "t": "\t", "v": "\v", "f": "\f", "n": "\n", "r": "\r", "0": "\0"}
+
+
+def unescape(s):
+    r"""C-style escapes of cmdline_escaped=: \xNN, \t, \v, \f, \n, \r, \0, \\."""
+    return ESCAPE_RE.sub(lambda m: chr(int(m.group(1)[1:], 16)) if m.group(1)[0] == "x"
+                         else ESCAPES[m.group(1)], s)
 KEYS = tuple(DEFAULTS)
 NAME_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
 MEM_RE = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
@@ -125,6 +134,9 @@ def parse(text, path="<cfg>"):
                 cur[key] = val
             elif key == "groups":
                 cur[key] = val.split()
+            elif key == "cmdline_escaped":
+                cur["cmdline"] = unescape(val)
+                cur[key] = val
             else:
                 cur[key] = val
         except (ValueError, re.error) as e:
@@ -151,4 +163,22 @@ def select(entries, groups=None, names=None):
             out.append(e)
         elif not names and not groups:
             out.append(e)
+    return out
+
+
+def unknown_selection(entries, groups=None, names=None):
+    """Messages for each of @groups and @names that selects nothing (a typo must not pass
+    as an empty selection)."""
+    known_groups = sorted({g for e in entries for g in e["groups"]})
+    known_names = {e["name"] for e in entries}
+    out = []
+    for g in groups or []:
+        if g not in known_groups and g not in known_names:
+            out.append("unknown group %r (groups: %s; repeat --group for several)"
+                       % (g, " ".join(known_groups)))
+    for n in names or []:
+        if n not in known_names:
+            close = [k for k in sorted(known_names) if n in k or k in n][:5]
+            out.append("no entry named %r%s" % (n, " (did you mean %s?)" % ", ".join(close)
+                                                if close else ""))
     return out

@@ -108,6 +108,10 @@ def print_backtraces(rec, logpath, out=sys.stdout):
             lines = f.read().split("\n")
         want = {f["line"] for f in frames}
         texts = [logparse.clean_line(lines[i - 1]) for i in sorted(want)]
+        ok, msg = symbolize.check_build_id([logparse.clean_line(x) for x in lines], elf)
+        if not ok:
+            err("not symbolizing the backtrace: %s" % msg)
+            return
         out.write("baremm: symbolized backtrace (tools/symbolize):\n")
         for line in symbolize.symbolize_lines(texts, elf, root=runner.ROOT):
             out.write("  " + line + "\n")
@@ -243,6 +247,8 @@ def cmd_compare(a):
             labels = [r["_path"] for r in recs]
         c = compare.compare_sides([(lab, r["results"], r.get("machine"))
                                    for lab, r in zip(labels, recs)])
+        for w in compare.run_differences(recs, labels):
+            err("warning: %s; the runs are not comparable as they stand" % w)
     sys.stdout.write(compare.FORMATS[a.format](c))
     return 0
 
@@ -319,7 +325,7 @@ def cmd_plot(a):
     try:
         recs = [load_record(p) for p in a.inputs]
         info = plotmod.plot(recs, a.x, a.output, bench=a.bench, metric=a.metric,
-                            error=a.error, title=a.title)
+                            error=a.error, title=a.title, xscale=a.xscale)
     except (OSError, runner.ToolError, plotmod.PlotError) as e:
         err(str(e))
         return st.EXIT_TOOL_ERROR
@@ -378,6 +384,10 @@ def build_parser():
     p.add_argument("--host-timeout", type=int, default=600,
                    help="seconds before make host-test is killed (default 600)")
     p.add_argument("--no-unittest", action="store_true", help="skip the tools' unit tests")
+    p.add_argument("--junit", default=None, metavar="PATH", help="also write the JUnit XML "
+                   "here (always written as junit.xml in the log directory)")
+    p.add_argument("--ktap", default=None, metavar="PATH", help="also write the combined KTAP "
+                   "document here (always results.ktap in the log directory)")
     p.set_defaults(func=lambda a: testrun.main(a))
 
     p = sub.add_parser("suite", help="boot the entries of tests/qemu/suites.cfg in group NAME")
@@ -398,6 +408,9 @@ def build_parser():
     p.add_argument("--metric", default=None)
     p.add_argument("--error", choices=("stddev", "minmax"), default="stddev")
     p.add_argument("--title", default=None)
+    p.add_argument("--xscale", choices=("auto", "linear", "log"), default="auto",
+                   help="x axis scale (auto: log when numeric x values span a factor of 64; "
+                   "a zero x is drawn at a tick labelled 0 left of the smallest)")
     p.add_argument("-o", "--output", required=True)
     p.set_defaults(func=cmd_plot)
 

@@ -312,3 +312,39 @@ def has_variants(results):
     return any(len(v) > 1 for v in groups.values())
 
 
+
+
+def _mode(rec):
+    cfg = rec.get("config") or {}
+    if cfg.get("icount") is None:
+        return None
+    return "deterministic (-icount)" if cfg["icount"] else "real time"
+
+
+TSC_TOLERANCE = 0.02    # boots on one host calibrate within 0.1 %; 2 % is another clock
+
+
+def run_differences(recs, labels):
+    """Warnings (strings) for runs whose figures are not comparable: a different mode
+    (icount or not), accelerator or TCG threading, TSC frequency or CPU model than the
+    first run. Unknown facts (a raw log has no config) are not guessed."""
+    out = []
+    base = recs[0]
+    bm = base.get("machine") or {}
+    for rec, lab in zip(recs[1:], labels[1:]):
+        m = rec.get("machine") or {}
+        facts = [("mode", _mode(base), _mode(rec)),
+                 ("accel", bm.get("accel"), m.get("accel")),
+                 ("QEMU -accel", (base.get("config") or {}).get("accel_used"),
+                  (rec.get("config") or {}).get("accel_used")),
+                 ("cpu_model", bm.get("cpu_model"), m.get("cpu_model"))]
+        for what, a, b in facts:
+            if a is not None and b is not None and a != b:
+                out.append("%s differs: %s has %s, %s has %s" % (what, labels[0], a, lab, b))
+        ta, tb = bm.get("tsc_khz"), m.get("tsc_khz")
+        if isinstance(ta, int) and isinstance(tb, int) and ta > 0 and tb > 0 and \
+                abs(ta - tb) / min(ta, tb) > TSC_TOLERANCE:
+            out.append("tsc_khz differs by %.0f %%: %s has %d, %s has %d (cycle figures are "
+                       "in different units)" % (100.0 * abs(ta - tb) / min(ta, tb), labels[0], ta,
+                                               lab, tb))
+    return out

@@ -51,6 +51,40 @@ def clean_line(raw):
     return CTRL_RE.sub("", s)
 
 
+CONT_PREFIX = "BAREMM-CONT "
+
+
+def logical_lines(raw_lines, complete_end=True):
+    """Yield (line number of the first part, cleaned text, partial) with the kernel's long
+    lines joined: a physical line ending in '\\' followed by one starting with
+    "BAREMM-CONT " continues on it (docs/OUTPUT.md, "Long lines"). partial: the log ends
+    inside this line (no newline after its last part)."""
+    n = len(raw_lines)
+    i = 0
+    while i < n:
+        ln = i + 1
+        line = clean_line(raw_lines[i])
+        partial = i == n - 1 and not complete_end
+        while line.endswith("\\") and not partial and i + 1 < n:
+            nxt = clean_line(raw_lines[i + 1])
+            if not nxt.startswith(CONT_PREFIX):
+                break
+            i += 1
+            line = line[:-1] + nxt[len(CONT_PREFIX):]
+            partial = i == n - 1 and not complete_end
+        yield ln, line, partial
+        i += 1
+
+
+def join_continued(text):
+    """The text of a log with long lines joined (one logical line per line)."""
+    raw = text.split("\n")
+    complete = text.endswith("\n")
+    if complete:
+        raw.pop()
+    return "\n".join(line for _, line, _ in logical_lines(raw, complete)) + ("\n" if complete else "")
+
+
 def parse_kv(text):
     """Parse `key=value key2="quoted value" ...`; raise ParseError on anything else."""
     out = {}
@@ -196,10 +230,7 @@ def parse_log(data, path=None):
     kernel_lines = []   # (line number, cleaned text) for the KTAP parser
     started = False
     last_panic = None
-    for idx, raw in enumerate(raw_lines):
-        ln = idx + 1
-        line = clean_line(raw)
-        partial = (idx == len(raw_lines) - 1) and not complete_end
+    for ln, line, partial in logical_lines(raw_lines, complete_end):
         if not started:
             if KERNEL_START_RE.match(line):
                 started = True
@@ -290,6 +321,9 @@ def _handle_tag(out, tag, rest, ln, line):
         return
     if tag == "MODEL-ERROR":
         raise ParseError("the cost model reports: %s" % rest)
+    if tag == "CONT":
+        raise ParseError("continuation line without a line ending in '\\' before it (cut or "
+                         "interleaved output)")
     kv = parse_kv(rest)
     if tag == "MACHINE":
         for k in MACHINE_INT:
@@ -373,8 +407,10 @@ def _attach_samples(out):
         r = before[-1]
         r["samples"] = s["values"]
         if len(s["values"]) != r["runs"]:
-            out["warnings"].append({"line": s["line"], "message": "%d samples but runs=%d"
-                                    % (len(s["values"]), r["runs"])})
+            # a test on fewer samples than the figure claims would mislead: an error
+            out["errors"].append({"line": s["line"], "message": "BAREMM-SAMPLES has %d values "
+                                  "but its BAREMM-RESULT says runs=%d"
+                                  % (len(s["values"]), r["runs"])})
 
 
 def _merge_model(out, guest):

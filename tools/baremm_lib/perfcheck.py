@@ -19,8 +19,12 @@ perf.cfg format (kvm-unit-tests style, like tests/qemu/matrix.cfg):
     figures=alloc.order0_pair.*           # only figures whose name matches (default *)
     tolerance=3                           # this entry's default
     tolerance.alloc.order0_pair.pair*=5   # per-figure override (glob over the name)
+    repeat=2                              # boot twice: every figure must be identical
 
-A figure's name is `<entry>: <bench>.<metric> cpus=N [variant]`.
+A figure's name is `<entry>: <bench>.<metric> cpus=N [variant]`. An entry with repeat=N
+boots N times and fails (verdict DIFFERS) unless every figure's median, samples and
+event counts are identical in all boots: the check that deterministic mode stays
+deterministic (docs/OUTPUT.md section 7).
 """
 import fnmatch
 import json
@@ -34,7 +38,7 @@ from . import cfg as cfgmod, logparse, runner
 PERF_CFG = os.path.join("tests", "perf", "perf.cfg")
 BASELINE = os.path.join("tests", "perf", "baseline.json")
 SCHEMA = "baremm-perf-baseline/1"
-ENTRY_KEYS = ("cmdline", "smp", "mem", "timeout", "figures", "tolerance")
+ENTRY_KEYS = ("cmdline", "smp", "mem", "timeout", "figures", "tolerance", "repeat")
 
 
 class PerfError(Exception):
@@ -90,7 +94,8 @@ def parse_cfg(text, path="<perf.cfg>"):
     for ln, name, key, val in cfgmod.read_sections(text, path, PerfError):
         if name is not None:
             cur = {"name": name, "cmdline": None, "smp": 1, "mem": "512M", "timeout": 600,
-                   "figures": "*", "tolerance": None, "overrides": [], "line": ln}
+                   "figures": "*", "tolerance": None, "overrides": [], "repeat": 1,
+                   "line": ln}
             g["entries"].append(cur)
             continue
         if cur is None:
@@ -102,7 +107,7 @@ def parse_cfg(text, path="<perf.cfg>"):
             cur["overrides"].append((key[len("tolerance."):], pct(ln, val)))
         elif key == "tolerance":
             cur["tolerance"] = pct(ln, val)
-        elif key in ("smp", "timeout"):
+        elif key in ("smp", "timeout", "repeat"):
             try:
                 cur[key] = int(val)
                 if cur[key] <= 0:
@@ -157,8 +162,35 @@ def figures_of(entry, rec):
         out[figure_id(entry["name"], r)] = {
             "median": r["median"], "unit": r["unit"], "runs": r["runs"],
             "pstddev": r["pstddev"], "events": dict(r.get("events", {})),
-            "tolerance": tolerance_for(entry, name)}
+            "samples": r.get("samples"), "tolerance": tolerance_for(entry, name)}
     return out
+
+
+def boots_differ(passes):
+    """[(figure, what, first boot's value, other boot's value)] for every figure whose
+    median, samples or events are not identical in all boots (passes: figures_of dicts)."""
+    out = []
+    first = passes[0]
+    for p in passes[1:]:
+        for fid in sorted(set(first) | set(p)):
+            a, b = first.get(fid), p.get(fid)
+            if a is None or b is None:
+                out.append((fid, "figure", "present" if a else "missing",
+                            "present" if b else "missing"))
+                continue
+            for what in ("median", "samples", "events"):
+                if a.get(what) != b.get(what):
+                    out.append((fid, what, a.get(what), b.get(what)))
+                    break
+    return out
+
+
+def _val(v):
+    if isinstance(v, list):
+        return ",".join(_num(x) for x in v)
+    if isinstance(v, dict):
+        return " ".join("%s=%s" % (k, _num(x)) for k, x in sorted(v.items()))
+    return v if isinstance(v, str) else _num(v)
 
 
 def compare_figures(baseline, current, boot_failures=()):
@@ -280,8 +312,9 @@ def run_entries(cfg, top, out, icount=True, repeat=1, iso=None):
 def _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ):
     for e in cfg["entries"]:
         passes = []
-        for k in range(repeat):
-            d = runner.new_dir(top, e["name"] + ("-%d" % (k + 1) if repeat > 1 else ""))
+        n = max(repeat, e.get("repeat", 1))
+        for k in range(n):
+            d = runner.new_dir(top, e["name"] + ("-%d" % (k + 1) if n > 1 else ""))
             c = {"cmdline": e["cmdline"], "smp": e["smp"], "mem": e["mem"], "cpu": "max",
                  "firmware": "bios", "accel": "tcg", "icount": icount,
                  "timeout": e["timeout"]}
@@ -300,12 +333,7 @@ def _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ):
             passes.append(figures_of(e, rec))
         if passes:
             figures.update(passes[0])
-            for p in passes[1:]:
-                for fid in sorted(set(passes[0]) | set(p)):
-                    a = passes[0].get(fid, {}).get("median")
-                    b = p.get(fid, {}).get("median")
-                    if a != b:
-                        differ.append((fid, a, b))
+            differ.extend(boots_differ(passes))
 
 
 def main(a, out=sys.stdout):
@@ -337,14 +365,13 @@ def main(a, out=sys.stdout):
         sys.stderr.write("baremm: interrupted\n")
         return 130
     out.write("\n")
-    if a.repeat:
-        if differ:
-            out.write("NOT DETERMINISTIC: %d figures differ between two boots:\n" % len(differ))
-            for fid, x, y in differ:
-                out.write("  %s: %s vs %s\n" % (fid, _num(x), _num(y)))
-        else:
-            out.write("deterministic: every figure identical in two boots (%d figures)\n"
-                      % len(figures))
+    if differ:
+        out.write("NOT DETERMINISTIC: %d figures differ between boots:\n" % len(differ))
+        for fid, what, x, y in differ:
+            out.write("FAIL %s: %s %s vs %s\n" % (fid, what, _val(x), _val(y)))
+    elif a.repeat:
+        out.write("deterministic: every figure identical in two boots (%d figures)\n"
+                  % len(figures))
     if a.update:
         if failures:
             for name, why in failures:
@@ -364,7 +391,7 @@ def main(a, out=sys.stdout):
         os.replace(base_path + ".tmp", base_path)
         out.write("wrote %s (%d figures)\n" % (os.path.relpath(base_path), len(figures)))
         out.write("baremm: results in %s\n" % os.path.relpath(top))
-        return 1 if a.repeat and differ else 0
+        return 1 if differ else 0
     for key, now in (("qemu_version", runner.qemu_version()), ("compiler", compiler_version())):
         if baseline.get(key) and baseline[key] != now:
             out.write("warning: baseline %s is %r, this machine has %r; instruction counts "
@@ -373,18 +400,33 @@ def main(a, out=sys.stdout):
     if a.only:
         base_figs = {k: v for k, v in base_figs.items() if k.split(":", 1)[0] in a.only}
     rows, counts = compare_figures(base_figs, figures, failures)
+    counts = mark_differ(rows, counts, differ)
     out.write(format_rows(rows))
     out.write("baremm: results in %s\n" % os.path.relpath(top))
     if any(r["verdict"] == "faster" for r in rows):
         out.write("some figures got cheaper than the baseline: if intended, refresh it with "
                   "`make perf-baseline`\n")
-    if counts["failed"]:
+    if any(r["verdict"] in ("SLOWER", "MISSING", "BOOT") for r in rows):
         out.write("a figure got slower than its tolerance allows: if the slowdown is "
                   "intended, refresh the baseline with `make perf-baseline` and commit it\n")
+    if differ:
+        out.write("figures differ between boots of the same build: something host-timed "
+                  "reaches the guest (docs/OUTPUT.md section 7)\n")
     out.write("%d passed, %d failed\n" % (counts["passed"], counts["failed"]))
-    if counts["failed"] or (a.repeat and differ):
+    if counts["failed"] or differ:
         return 1
     return 0
+
+
+def mark_differ(rows, counts, differ):
+    """Figures that differed between boots of one build fail (verdict DIFFERS), whatever
+    their comparison with the baseline said."""
+    bad = {fid for fid, _, _, _ in differ}
+    for r in rows:
+        if r["figure"] in bad and r["verdict"] in ("pass", "faster", "new"):
+            r["verdict"] = "DIFFERS"
+            counts = {"passed": counts["passed"] - 1, "failed": counts["failed"] + 1}
+    return counts
 
 
 def add_parser(sub):
@@ -396,7 +438,8 @@ def add_parser(sub):
     p.add_argument("--baseline", default=None, help="default tests/perf/baseline.json")
     p.add_argument("--only", action="append", help="only this perf.cfg entry (repeatable)")
     p.add_argument("--repeat", action="store_true",
-                   help="boot every entry twice and check that the figures are identical")
+                   help="boot every entry twice and check that the figures are identical "
+                   "(entries with repeat=N in perf.cfg always boot N times)")
     p.add_argument("--no-build", action="store_true")
     p.set_defaults(func=main)
     return p

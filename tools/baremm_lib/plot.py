@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import textwrap
 
 from .compare import fmt_num
 
@@ -53,6 +54,52 @@ def caption(machine):
     return ", ".join("%s=%s" % (k, machine[k]) for k in keys if k in machine)
 
 
+CAPTION_WIDTH = 150
+CAPTION_LINES = 3
+
+
+def caption_lines(text, width=CAPTION_WIDTH, most=CAPTION_LINES):
+    """The caption wrapped at word boundaries (a word longer than a line is split), at
+    most @most lines, the last ending in '...' when text was left out."""
+    lines = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)
+    if len(lines) > most:
+        lines = lines[:most]
+        lines[-1] = lines[-1][:width - 3].rstrip() + "..."
+    return lines
+
+
+def x_axis(xs, scale="auto"):
+    """Positions and gnuplot settings of a numeric x axis.
+
+    Returns (position of each distinct x, settings, scale used). A linear axis starts at 0
+    when no x is negative (no axis running into negative page counts); a log axis (auto:
+    when the positive values span a factor of 64 or more) draws a zero x value one step
+    left of the smallest positive one, at a tick labelled 0. Every x value gets its own
+    tick on a log axis."""
+    vals = sorted({float(x) for x in xs})
+    pos = [v for v in vals if v > 0]
+    if scale == "auto":
+        scale = "log" if len(pos) >= 2 and pos[-1] / pos[0] >= 64 and vals[0] >= 0 else "linear"
+    if scale == "log":
+        if not pos:
+            raise PlotError("a log x axis needs positive x values")
+        if vals[0] < 0:
+            raise PlotError("a log x axis cannot show negative x values (%g); use --xscale "
+                            "linear" % vals[0])
+        step = (pos[-1] / pos[0]) ** (1.0 / max(1, len(pos) - 1)) if len(pos) > 1 else 4.0
+        zero_at = pos[0] / max(2.0, min(step, 10.0))
+        where = {v: (v if v > 0 else zero_at) for v in vals}
+        lo, hi = min(where.values()), max(where.values())
+        tics = ", ".join('"%s" %r' % (fmt_num(v), where[v]) for v in vals)
+        return where, ["set logscale x", "set xrange [%r:%r]" % (lo / 1.5, hi * 1.5),
+                       "set xtics (%s)" % tics], scale
+    where = {v: v for v in vals}
+    lo, hi = vals[0], vals[-1]
+    pad = (hi - lo) * 0.05 or max(abs(hi), 1.0) * 0.05
+    left = lo - pad if lo < 0 or lo - pad >= 0 else 0.0
+    return where, ["set xrange [%r:%r]" % (left, hi + pad)], scale
+
+
 def collect(records, xkey, bench=None, metric=None):
     """Series {label: [(x, median, lo, hi, stddev, min, max)]} and the unit."""
     series = {}
@@ -89,7 +136,7 @@ def collect(records, xkey, bench=None, metric=None):
 
 
 def plot(records, xkey, out, bench=None, metric=None, error="stddev", title=None,
-         gnuplot=None):
+         gnuplot=None, xscale="auto"):
     gnuplot = gnuplot or shutil.which("gnuplot")
     if not gnuplot:
         raise PlotError("gnuplot is not installed: apt-get install -y gnuplot-nox")
@@ -97,6 +144,12 @@ def plot(records, xkey, out, bench=None, metric=None, error="stddev", title=None
     xs_all = [x for pts in series.values() for x, _ in pts]
     numeric = all(_num(x) is not None for x in xs_all)
     cats = []
+    where, axis, used_scale = ({}, [], None)
+    if numeric:
+        where, axis, used_scale = x_axis(xs_all, xscale)
+    elif xscale == "log":
+        raise PlotError("--xscale log needs numeric x values (--x %s has %r)"
+                        % (xkey, next(x for x in xs_all if _num(x) is None)))
     if not numeric:
         for x in xs_all:
             if x not in cats:
@@ -108,7 +161,7 @@ def plot(records, xkey, out, bench=None, metric=None, error="stddev", title=None
             for pts in series.values():
                 pts = sorted(pts, key=lambda p: _num(p[0]) if numeric else cats.index(p[0]))
                 for x, r in pts:
-                    xv = _num(x) if numeric else cats.index(x)
+                    xv = where[_num(x)] if numeric else cats.index(x)
                     if error == "minmax":
                         lo, hi = r["min"], r["max"]
                     else:
@@ -117,7 +170,7 @@ def plot(records, xkey, out, bench=None, metric=None, error="stddev", title=None
                 f.write("\n\n")
         machine = next((rec.get("machine") for rec in records if rec.get("machine")), None)
         cap = caption(machine)
-        caps = [cap[i:i + 160] for i in range(0, min(len(cap), 480), 160)]
+        caps = caption_lines(cap)
         errname = "min/max" if error == "minmax" else "+-1 stddev"
         script = [
             "set terminal pngcairo size 1000,650 noenhanced font ',10'",
@@ -131,12 +184,12 @@ def plot(records, xkey, out, bench=None, metric=None, error="stddev", title=None
             "set key outside right top",
             "set bmargin %d" % (5 + 2 * len(caps)),
             "set yrange [0:*]",
-            "set offsets graph 0.05, graph 0.05, 0, 0",
-        ]
+        ] + axis
         for i, c in enumerate(caps):
             script.append("set label %d %s at screen 0.01,%.3f left font ',8'"
                           % (i + 1, _gp_str(c), 0.015 + 0.025 * (len(caps) - 1 - i)))
         if not numeric:
+            script.append("set offsets graph 0.05, graph 0.05, 0, 0")
             script.append("set xtics (%s)" % ", ".join(
                 "%s %d" % (_gp_str(c), i) for i, c in enumerate(cats)))
             script.append("set xrange [-0.5:%f]" % (len(cats) - 0.5))
@@ -157,6 +210,7 @@ def plot(records, xkey, out, bench=None, metric=None, error="stddev", title=None
         if r.returncode != 0 or not os.path.exists(out):
             raise PlotError("gnuplot failed:\n%s" % r.stderr)
         return {"series": {k: [(x, fmt_num(r["median"])) for x, r in v]
-                           for k, v in series.items()}, "unit": unit}
+                           for k, v in series.items()}, "unit": unit, "xscale": used_scale,
+                "caption": caps}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -12,9 +12,10 @@ import time
 
 from . import logparse, status as st
 
-QEMU = "qemu-system-x86_64"
-OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+# QEMU and the UEFI firmware of the user's choice (README.md, "Hosts and QEMU")
+QEMU = os.environ.get("BAREMM_QEMU") or "qemu-system-x86_64"
+OVMF_CODE = os.environ.get("BAREMM_OVMF_CODE") or "/usr/share/OVMF/OVMF_CODE_4M.fd"
+OVMF_VARS = os.environ.get("BAREMM_OVMF_VARS") or "/usr/share/OVMF/OVMF_VARS_4M.fd"
 ICOUNT = "shift=0,sleep=off,align=off"
 ISO = "build/baremm-qemu.iso"   # iso/baremm.iso without the GRUB menu wait (Makefile)
 USB_ISO = "iso/baremm.iso"
@@ -129,7 +130,8 @@ def build_command(cfg, workdir, iso=None, qemu=QEMU):
     if cfg.get("firmware", "bios") == "uefi":
         for f in (OVMF_CODE, OVMF_VARS):
             if not os.path.exists(f):
-                raise ToolError("UEFI boot needs %s (Debian package ovmf)" % f)
+                raise ToolError("UEFI boot needs %s (Debian package ovmf; or set "
+                                "BAREMM_OVMF_CODE and BAREMM_OVMF_VARS)" % f)
         vars_copy = os.path.join(workdir, "ovmf_vars.fd")
         shutil.copyfile(OVMF_VARS, vars_copy)
         argv += ["-drive", "if=pflash,format=raw,readonly=on,file=" + qemu_arg_path(OVMF_CODE),
@@ -182,30 +184,44 @@ class LineEcho:
 
 
 def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None):
-    """Run QEMU; copy its serial output (stdout) to log_path; kill it after timeout s.
+    """Run QEMU with its standard output (the serial port, `-serial stdio`) written
+    straight to log_path, echo the file as it grows, kill QEMU after timeout s.
+
+    A file, not a pipe: QEMU makes its stdio chardev non-blocking, and when a pipe is full
+    (this reader late on a loaded host) the UART keeps the byte until QEMU's main loop
+    can write it; the guest's transmit-ready poll then runs as long as the host makes it,
+    and host timing leaks into guest instruction counts. A regular file never returns
+    EAGAIN (docs/OUTPUT.md section 7).
 
     Returns dict(exit_code, timed_out, duration_s, stderr).
     """
     start = time.monotonic()
+    log_out = open(log_path, "wb")
     try:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_out,
                              stderr=subprocess.PIPE, start_new_session=True, cwd=ROOT)
     except FileNotFoundError:
-        raise ToolError("%s not found (run tools/install-deps.sh)" % argv[0])
+        raise ToolError("%s not found (run tools/install-deps.sh, or set BAREMM_QEMU to a "
+                        "qemu-system-x86_64)" % argv[0])
+    finally:
+        log_out.close()
     with _live_lock:
         _live.add(p)
     err_chunks = []
 
     def pump_out():
-        with open(log_path, "wb") as log:
+        """Follow the log until QEMU has exited and everything is read."""
+        with open(log_path, "rb") as log:
             while True:
-                data = os.read(p.stdout.fileno(), 65536)
-                if not data:
+                done = p.poll() is not None
+                data = log.read(65536)
+                if data:
+                    if echo:
+                        echo.feed(data)
+                elif done:
                     break
-                log.write(data)
-                log.flush()
-                if echo:
-                    echo.feed(data)
+                else:
+                    time.sleep(0.05)
         if echo:
             echo.flush()
 
@@ -312,6 +328,11 @@ def boot(cfg, outdir, echo=None, iso=None, name="run"):
     Returns (record, parsed) where record is the run.json content.
     """
     log_path = os.path.join(outdir, "serial.log")
+    path = os.path.abspath(iso or os.path.join(ROOT, ISO))
+    if not os.path.isfile(path):
+        # not "log is truncated" after QEMU failed to open it
+        raise ToolError("%s does not exist: build it with `make` (or run without --no-build), "
+                        "or name another with --iso" % path)
     argv = build_command(cfg, outdir, iso=iso)
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     q = run_qemu(argv, log_path, cfg.get("timeout", 300), echo=echo,

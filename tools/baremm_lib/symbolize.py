@@ -11,6 +11,52 @@ class SymbolizeError(Exception):
     pass
 
 
+ELF_TAG = b"baremm-build-id:"
+LOG_ID_RES = (re.compile(r"^BAREMM-MACHINE .*\bbuild=(\S+)"),
+              re.compile(r"^baremm (\S+) booting\b"))
+
+
+def elf_build_id(elf):
+    """The build id kernel/version.c stores in the ELF, or None."""
+    try:
+        with open(elf, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    i = data.find(ELF_TAG)
+    if i < 0:
+        return None
+    end = data.find(b"\0", i)
+    return data[i + len(ELF_TAG):end].decode("ascii", "replace")
+
+
+def log_build_id(lines):
+    """The build id a serial log names (BAREMM-MACHINE build=, or the boot banner)."""
+    for rx in LOG_ID_RES:
+        for line in lines:
+            m = rx.search(line.strip("\r\n").lstrip("\x1b"))
+            if m:
+                return m.group(1)
+    return None
+
+
+def check_build_id(lines, elf):
+    """(ok, message): ok False when the log and the ELF name different builds; the
+    message also warns when a match cannot be proved (unknown or dirty-tree ids)."""
+    lid, eid = log_build_id(lines), elf_build_id(elf)
+    if lid is None:
+        return True, "the log names no build id; cannot check that %s is the kernel that ran" % elf
+    if eid is None:
+        return True, "%s carries no build id; cannot check it against the log's %s" % (elf, lid)
+    if lid != eid:
+        return False, ("the log is from build %s but %s is build %s: its addresses would name "
+                       "the wrong functions (rebuild that commit, or pass --elf)" % (lid, elf, eid))
+    if lid.endswith("-dirty") or lid == "unknown":
+        return True, ("build id %s: a tree with uncommitted changes, so the ids match without "
+                      "proving the ELF is the one that ran" % lid)
+    return True, None
+
+
 def lookup(elf, addrs, root=None):
     """Map each int address to a list of (function, 'file:line') frames, innermost first
     (more than one when addr2line reports inlining)."""

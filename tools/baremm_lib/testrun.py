@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from . import cfg as cfgmod, ktap, logparse, runner, status as st
+from . import cfg as cfgmod, ciformats, ktap, logparse, runner, status as st
 
 MATRIX = os.path.join("tests", "qemu", "matrix.cfg")
 
@@ -26,7 +26,7 @@ class Tally:
         self.skipped += s
 
 
-def host_tests(outdir, out=sys.stdout, timeout=600):
+def host_tests(outdir, out=sys.stdout, timeout=600, steps=None):
     """make -s host-test; parse the KTAP each host test binary prints."""
     log = os.path.join(outdir, "host-test.log")
     p = subprocess.Popen(["make", "-s", "host-test"], cwd=runner.ROOT, stdout=subprocess.PIPE,
@@ -59,14 +59,22 @@ def host_tests(outdir, out=sys.stdout, timeout=600):
     if problems and not extra_fail:
         extra_fail = 1
     ok = c["fail"] == 0 and extra_fail == 0
-    out.write("%s host-tests (%d binaries: %d passed, %d failed, %d skipped)\n"
-              % ("PASS" if ok else "FAIL", len(k.documents), c["pass"], c["fail"], c["skip"]))
+    if len(k.documents) != 1:
+        extra_fail = 1
+        ok = False
+        problems.append("make host-test printed %d KTAP documents; expected one" % len(k.documents))
+    suites = sum(len(d.root.children) for d in k.documents)
+    out.write("%s host-tests (%d suites: %d passed, %d failed, %d skipped)\n"
+              % ("PASS" if ok else "FAIL", suites, c["pass"], c["fail"], c["skip"]))
     for name in k.failures():
         out.write("    failed: %s\n" % name)
     for prob in problems:
         out.write("    %s\n" % prob)
     if not ok:
         out.write("    log: %s\n" % os.path.relpath(log, runner.ROOT))
+    if steps is not None:
+        steps.append({"name": "host-tests", "ok": ok, "problems": problems, "ktap": k.to_dict(),
+                      "log": os.path.relpath(log, runner.ROOT)})
     return c["pass"], c["fail"] + extra_fail, c["skip"]
 
 
@@ -93,7 +101,7 @@ def parse_unittest_output(text):
     return ran - failed - skipped, failed, skipped
 
 
-def tool_tests(outdir, out=sys.stdout):
+def tool_tests(outdir, out=sys.stdout, steps=None):
     log = os.path.join(outdir, "tool-unittests.log")
     r = subprocess.run([sys.executable, "-m", "unittest", "discover", "tests/tools"],
                        cwd=runner.ROOT, capture_output=True, text=True)
@@ -102,6 +110,7 @@ def tool_tests(outdir, out=sys.stdout):
     counts = parse_unittest_output(r.stderr + r.stdout)
     if counts is None:
         out.write("FAIL tool-unittests (no unittest summary; see %s)\n" % log)
+        _step(steps, "tool-unittests", False, ["no unittest summary"], log)
         return 0, 1, 0
     p, f, s = counts
     if r.returncode != 0 and f == 0:
@@ -110,14 +119,24 @@ def tool_tests(outdir, out=sys.stdout):
               % ("PASS" if f == 0 else "FAIL", p, f, s))
     if f:
         out.write("    see %s\n" % log)
+    _step(steps, "tool-unittests", f == 0, ["python3 -m unittest: %d passed, %d failed, %d "
+                                             "skipped" % (p, f, s)], log)
     return p, f, s
 
 
-def clang_build(outdir, out=sys.stdout):
+def _step(steps, name, ok, problems, log=None, skipped=None):
+    if steps is not None:
+        steps.append({"name": name, "ok": ok, "problems": problems, "ktap": None,
+                      "log": os.path.relpath(log, runner.ROOT) if log else None,
+                      "skipped": skipped})
+
+
+def clang_build(outdir, out=sys.stdout, steps=None):
     """The kernel must also build with clang (-Wall -Wextra -Werror): one check."""
     import shutil
     if not shutil.which("clang"):
         out.write("SKIP clang-build (clang not installed)\n")
+        _step(steps, "clang-build", True, [], skipped="clang not installed")
         return 0, 0, 1
     log = os.path.join(outdir, "clang-build.log")
     r = subprocess.run(["make", "-s", "-j2", "CC=clang", "BUILD=build/clang", "build/clang/baremm.elf"],
@@ -128,10 +147,11 @@ def clang_build(outdir, out=sys.stdout):
     out.write("%s clang-build (make CC=clang)\n" % ("PASS" if ok else "FAIL"))
     if not ok:
         out.write("".join("    " + line + "\n" for line in (r.stdout + r.stderr).splitlines()[-20:]))
+    _step(steps, "clang-build", ok, [] if ok else (r.stdout + r.stderr).splitlines()[-20:], log)
     return (1, 0, 0) if ok else (0, 1, 0)
 
 
-def perf_check(outdir, out=sys.stdout):
+def perf_check(outdir, out=sys.stdout, steps=None):
     """The deterministic-mode regression check (tools/baremm perf-check): each figure of
     tests/perf/perf.cfg within its tolerance of tests/perf/baseline.json counts as one."""
     log = os.path.join(outdir, "perf-check.log")
@@ -142,6 +162,7 @@ def perf_check(outdir, out=sys.stdout):
     m = re.search(r"^(\d+) passed, (\d+) failed", r.stdout, re.M)
     if not m:
         out.write("FAIL perf-check (no summary line; see %s)\n" % log)
+        _step(steps, "perf-check", False, ["no summary line"], log)
         return 0, 1, 0
     p, f = int(m.group(1)), int(m.group(2))
     if r.returncode != 0 and f == 0:
@@ -152,6 +173,34 @@ def perf_check(outdir, out=sys.stdout):
         out.write("".join("    " + line + "\n" for line in r.stdout.splitlines()
                           if "FAIL" in line or "SLOWER" in line.upper())[:4000])
         out.write("    see %s (refresh with `make perf-baseline` when a slowdown is intended)\n" % log)
+    _step(steps, "perf-check", f == 0, ["%d figures within tolerance, %d slower or missing"
+                                        % (p, f)] + [line.strip() for line in r.stdout.splitlines()
+                                                     if "FAIL" in line][:20], log)
+    return p, f, 0
+
+
+def model_check(outdir, out=sys.stdout, steps=None):
+    """The cost model's known answers under every profile (tools/baremm model-check,
+    docs/COSTMODEL.md): each profile whose plateaus, TLB steps and walks match counts as one."""
+    log = os.path.join(outdir, "model-check.log")
+    r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm"),
+                        "model-check", "--no-build"], cwd=runner.ROOT, capture_output=True,
+                       text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    m = re.search(r"^(\d+) passed, (\d+) failed", r.stdout, re.M)
+    if not m:
+        out.write("FAIL model-check (no summary line; see %s)\n" % log)
+        _step(steps, "model-check", False, ["no summary line"] + r.stderr.splitlines()[-5:], log)
+        return 0, 1, 0
+    p, f = int(m.group(1)), int(m.group(2))
+    if r.returncode != 0 and f == 0:
+        f = 1
+    fails = [line.strip() for line in r.stdout.splitlines() if ": FAIL" in line]
+    out.write("%s model-check (cost-model known answers: %d profiles pass, %d fail)\n"
+              % ("PASS" if f == 0 else "FAIL", p, f))
+    out.write("".join("    " + line + "\n" for line in fails[:20]))
+    _step(steps, "model-check", f == 0, ["%d profiles pass, %d fail" % (p, f)] + fails[:20], log)
     return p, f, 0
 
 
@@ -181,8 +230,7 @@ def check_entry(entry, record, parsed):
                         % (entry["expect"], record["status"], record["qemu"]["exit_code"]))
     if entry.get("expect_output"):
         with open(parsed["path"], "rb") as f:
-            text = "\n".join(logparse.clean_line(line)
-                             for line in f.read().decode("utf-8", "replace").split("\n"))
+            text = logparse.join_continued(f.read().decode("utf-8", "replace"))
         if not re.search(entry["expect_output"], text, re.M):
             problems.append("output does not match /%s/" % entry["expect_output"])
     k = record["ktap"]
@@ -211,7 +259,8 @@ def run_entry(entry, outdir, iso, lock, out, verbose=False):
         with lock:
             out.write("FAIL %s (%s)\n" % (entry["name"], e))
             out.flush()
-        return {"name": entry["name"], "ok": False, "counts": (0, 0, 0), "problems": [str(e)]}
+        return {"name": entry["name"], "ok": False, "counts": (0, 0, 0), "problems": [str(e)],
+                "ktap": None, "time": time.monotonic() - t0}
     problems = check_entry(entry, record, parsed)
     c = record["ktap"]["counted"]
     desc = [record["status"]]
@@ -232,10 +281,16 @@ def run_entry(entry, outdir, iso, lock, out, verbose=False):
                                                         runner.ROOT))
         out.flush()
     counts = (c["pass"], c["fail"], c["skip"])
+    ktap = record["ktap"] if record["ktap"]["present"] else None
     if entry["expect"] == "test_failed" and not problems:
-        # the entry exists to show these tests fail: expected failures, counted as passes
+        # the entry exists to show these tests fail: expected failures, counted as passes,
+        # and their not-ok lines stay out of the combined KTAP document (its check leaf
+        # says the boot failed as expected)
         counts = (c["pass"] + c["fail"], 0, c["skip"])
-    return {"name": entry["name"], "ok": not problems, "counts": counts, "problems": problems}
+        ktap = None
+    return {"name": entry["name"], "ok": not problems, "counts": counts, "problems": problems,
+            "ktap": ktap, "time": time.monotonic() - t0,
+            "log": os.path.relpath(os.path.join(d, "serial.log"), runner.ROOT)}
 
 
 def run_matrix(entries, outdir, jobs, out=sys.stdout, build_error=None, iso=None):
@@ -245,7 +300,7 @@ def run_matrix(entries, outdir, jobs, out=sys.stdout, build_error=None, iso=None
         for e in entries:
             out.write("FAIL %s (not booted: build failed)\n" % e["name"])
             results.append({"name": e["name"], "ok": False, "counts": (0, 0, 0),
-                            "problems": ["build failed"]})
+                            "problems": ["build failed"], "ktap": None})
         return results
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         futs = [ex.submit(run_entry, e, outdir, iso, lock, out) for e in entries]
@@ -260,8 +315,25 @@ def run_matrix(entries, outdir, jobs, out=sys.stdout, build_error=None, iso=None
     return results
 
 
+def write_reports(steps, outdir, args, out=sys.stdout):
+    """results.ktap (one KTAP document, a suite per step) and junit.xml in the log
+    directory, and copies where --ktap / --junit ask."""
+    ktap_text = ciformats.combined_ktap(steps)
+    junit_text = ciformats.junit_xml(steps)
+    targets = [(os.path.join(outdir, "results.ktap"), ktap_text),
+               (os.path.join(outdir, "junit.xml"), junit_text)]
+    if getattr(args, "ktap", None):
+        targets.append((args.ktap, ktap_text))
+    if getattr(args, "junit", None):
+        targets.append((args.junit, junit_text))
+    for path, text in targets:
+        with open(path, "w") as f:
+            f.write(text)
+    out.write("baremm test: KTAP %s, JUnit %s\n" % tuple(
+        os.path.relpath(p, runner.ROOT) for p, _ in targets[:2]))
+
+
 def main(args, out=sys.stdout):
-    outdir = runner.new_dir(os.path.join(runner.ROOT, "results"), "test-" + runner.timestamp())
     matrix_path = args.matrix or os.path.join(runner.ROOT, MATRIX)
     try:
         entries = cfgmod.load(matrix_path)
@@ -271,36 +343,50 @@ def main(args, out=sys.stdout):
     groups = list(args.group or [])
     if args.quick:
         groups.append("quick")
+    bad = cfgmod.unknown_selection(entries, groups=groups, names=args.only)
+    if bad:
+        for msg in bad:
+            sys.stderr.write("baremm test: %s: %s\n" % (matrix_path, msg))
+        return st.EXIT_USAGE
     entries = cfgmod.select(entries, groups=groups, names=args.only)
+    outdir = runner.new_dir(os.path.join(runner.ROOT, "results"), "test-" + runner.timestamp())
     tally = Tally()
+    steps = []
     out.write("baremm test: logs in %s\n" % os.path.relpath(outdir, runner.ROOT))
     out.flush()
     build_error = None
     if not args.no_build and entries:
         try:
-            runner.build(quiet=True)
+            runner.build(quiet=True, model=True)
         except runner.ToolError as e:
             build_error = str(e)
             out.write("FAIL build\n%s\n" % "\n".join("    " + line for line in
                                                     build_error.splitlines()[:40]))
             tally.add(f=1)
+            _step(steps, "build", False, build_error.splitlines()[:40])
     if not args.no_host:
-        tally.add(*host_tests(outdir, out, timeout=args.host_timeout))
+        tally.add(*host_tests(outdir, out, timeout=args.host_timeout, steps=steps))
         out.flush()
     if not args.no_unittest:
-        tally.add(*tool_tests(outdir, out))
+        tally.add(*tool_tests(outdir, out, steps=steps))
         out.flush()
     if not args.no_build:
-        tally.add(*clang_build(outdir, out))
+        tally.add(*clang_build(outdir, out, steps=steps))
         out.flush()
     results = run_matrix(entries, outdir, args.jobs, out, build_error=build_error)
+    perf_steps = []
     if not args.no_build and not build_error and not (args.quick or args.only or args.group):
-        tally.add(*perf_check(outdir, out))
+        tally.add(*perf_check(outdir, out, steps=perf_steps))
+        out.flush()
+        tally.add(*model_check(outdir, out, steps=perf_steps))
         out.flush()
     for r in results:
         p, f, s = r["counts"]
         tally.add(p, f, s)
         tally.add(*(1, 0, 0) if r["ok"] else (0, 1, 0))
+        steps.append(r)
+    steps += perf_steps
+    write_reports(steps, outdir, args, out)
     out.write("%d passed, %d failed, %d skipped\n" % (tally.passed, tally.failed, tally.skipped))
     out.flush()
     return 0 if tally.failed == 0 else 1
