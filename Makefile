@@ -23,7 +23,8 @@ ELF := $(BUILD)/baremm.elf
 CLANG := $(findstring clang,$(CC))
 KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-stack-protector \
 	-fno-pic -fno-pie -mno-red-zone -mcmodel=kernel -mno-sse -mno-sse2 -mno-mmx -mno-avx \
-	-fno-omit-frame-pointer -fno-strict-aliasing -fno-common -I. -MMD -MP
+	-fno-omit-frame-pointer -fno-strict-aliasing -fno-common -Wmissing-prototypes \
+	-ffile-prefix-map=$(CURDIR)=. -I. -MMD -MP
 ifeq ($(CLANG),)
 KCFLAGS += -mno-3dnow -fno-asynchronous-unwind-tables
 else
@@ -57,31 +58,31 @@ $(BUILD)/.build_id: FORCE
 	@mkdir -p $(BUILD)
 	@echo '$(BUILD_ID) $(CC)' | cmp -s - $@ || echo '$(BUILD_ID) $(CC)' > $@
 
+# No -g for NASM: its DWARF records the absolute source directory (it has no prefix map),
+# which would make the ELF depend on the checkout path. Assembly frames still symbolize to
+# their function names through the symbol table.
 $(BUILD)/%.o: %.asm
 	@mkdir -p $(dir $@)
 	@echo "  NASM    $<"
-	@$(NASM) -f elf64 -g -F dwarf -Iboot/ $< -o $@
+	@$(NASM) -f elf64 -Iboot/ $< -o $@
 
 $(ELF): $(KOBJS) linker.ld
 	@echo "  LD      $@"
 	@$(LD) -n -T linker.ld -nostdlib -z max-page-size=0x1000 -z noexecstack --no-warn-rwx-segments -o $@ $(KOBJS)
 
-$(ISO): $(ELF) iso/grub.cfg
-	@mkdir -p $(BUILD)/isodir/boot/grub
-	@cp $(ELF) $(BUILD)/isodir/boot/baremm.elf
-	@cp iso/grub.cfg $(BUILD)/isodir/boot/grub/grub.cfg
+# One recipe for both ISOs: $(ISO) keeps iso/grub.cfg as it is, $(QEMU_ISO) gets
+# `set timeout=0`. The staging directory is named after the ISO, so the two never share one.
+$(ISO): GRUB_SED :=
+$(QEMU_ISO): GRUB_SED := s/^set timeout=.*/set timeout=0/
+$(ISO) $(QEMU_ISO): $(ELF) iso/grub.cfg
+	@rm -rf $(BUILD)/isodir-$(@F) && mkdir -p $(BUILD)/isodir-$(@F)/boot/grub
+	@cp $(ELF) $(BUILD)/isodir-$(@F)/boot/baremm.elf
+	@sed '$(GRUB_SED)' iso/grub.cfg > $(BUILD)/isodir-$(@F)/boot/grub/grub.cfg
 	@echo "  ISO     $@"
-	@$(GRUB_MKRESCUE) -o $@ $(BUILD)/isodir >$(BUILD)/grub-mkrescue.log 2>&1 || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
-
-$(QEMU_ISO): $(ELF) iso/grub.cfg
-	@mkdir -p $(BUILD)/isodir-qemu/boot/grub
-	@cp $(ELF) $(BUILD)/isodir-qemu/boot/baremm.elf
-	@sed 's/^set timeout=.*/set timeout=0/' iso/grub.cfg > $(BUILD)/isodir-qemu/boot/grub/grub.cfg
-	@echo "  ISO     $@"
-	@$(GRUB_MKRESCUE) -o $@ $(BUILD)/isodir-qemu >$(BUILD)/grub-mkrescue-qemu.log 2>&1 || { cat $(BUILD)/grub-mkrescue-qemu.log; exit 1; }
+	@$(GRUB_MKRESCUE) -o $@ $(BUILD)/isodir-$(@F) >$(BUILD)/grub-mkrescue-$(@F).log 2>&1 || { cat $(BUILD)/grub-mkrescue-$(@F).log; exit 1; }
 
 # ---- host unit tests (mm/ and kernel/ logic compiled for the host, ASan + UBSan) ----
-HOSTCFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -DBAREMM_HOST -I. -Itests/host \
+HOSTCFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wmissing-prototypes -DBAREMM_HOST -I. -Itests/host \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 HOST_TESTS :=
 include $(wildcard tests/host/*.mk)
@@ -89,10 +90,20 @@ include model/model.mk
 HOST_BINS := $(patsubst %,$(BUILD)/host/%,$(HOST_TESTS))
 HOST_COMMON := tests/host/htest.c tests/host/host_shim.c kernel/events.c
 
-.SECONDEXPANSION:
-$(BUILD)/host/%: $$(%_SRCS) $(HOST_COMMON) $$(wildcard tests/host/*.h) FORCE
+HOST_OBJDIR := $(BUILD)/host/obj
+host_objs = $(patsubst %.c,$(HOST_OBJDIR)/%.o,$(1))
+HOST_OBJS := $(sort $(call host_objs,$(HOST_COMMON) $(foreach t,$(HOST_TESTS),$($(t)_SRCS))))
+
+# Every source is compiled once (all host tests share HOSTCFLAGS); -MMD -MP dependency
+# files make an edited header rebuild exactly the objects that include it.
+$(HOST_OBJDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
-	@$(HOSTCC) $(HOSTCFLAGS) -o $@ $($*_SRCS) $(HOST_COMMON) -lpthread
+	@$(HOSTCC) $(HOSTCFLAGS) -MMD -MP -c $< -o $@
+
+.SECONDEXPANSION:
+$(HOST_BINS): $(BUILD)/host/%: $$(call host_objs,$$(%_SRCS) $(HOST_COMMON))
+	@mkdir -p $(dir $@)
+	@$(HOSTCC) $(HOSTCFLAGS) -o $@ $^ -lpthread
 
 host-build: $(HOST_BINS)
 
@@ -118,8 +129,18 @@ EXPERIMENT_ARGS := $(if $(MODEL),--model $(MODEL))
 seed-%: deps $(ISO) $(QEMU_ISO)
 	$(PYTHON) tools/baremm experiment $* $(EXPERIMENT_ARGS)
 
+# `make seeds` runs all five in TCG and in deterministic mode, saves them to docs/data/
+# and regenerates docs/EXPERIMENTS.md from them: run it on a committed (clean) tree.
 seeds: deps $(ISO) $(QEMU_ISO)
-	$(PYTHON) tools/baremm experiment all $(EXPERIMENT_ARGS)
+	$(PYTHON) tools/baremm experiment all --no-build --save docs/data
+	$(PYTHON) tools/baremm experiment all --no-build --icount --save docs/data
+	$(if $(MODEL),$(PYTHON) tools/baremm experiment all --no-build --save docs/data $(EXPERIMENT_ARGS))
+	$(PYTHON) tools/baremm docs
+
+# The figure tables of docs/RESULTS.md and docs/EXPERIMENTS.md, from
+# tests/perf/baseline.json and docs/data/ (`make test` fails when they drift).
+docs:
+	$(PYTHON) tools/baremm docs
 
 # Deterministic-mode regression check against tests/perf/baseline.json.
 perf-check: deps $(ISO) $(QEMU_ISO)
@@ -135,6 +156,6 @@ clean:
 	rm -rf $(BUILD) $(ISO)
 
 FORCE:
-.PHONY: all deps run bench test debug clean host-test host-build seeds perf-check perf-baseline FORCE
+.PHONY: all deps run bench test debug clean host-test host-build seeds docs perf-check perf-baseline FORCE
 
--include $(KOBJS:.o=.d)
+-include $(KOBJS:.o=.d) $(HOST_OBJS:.o=.d)

@@ -15,4 +15,7 @@ enum exit_status boot_default_run(void);
 /* Checks ab= (bench/harness.c): 0, or -1 after printing BAREMM-ERROR option: ab: ... */
 int bench_check_ab(void);
 
+/* The C entry point, called by boot/entry.asm with the multiboot2 magic and info. */
+__noreturn void kernel_main(u32 magic, u64 mbi_pa);
+
 #endif

@@ -10,6 +10,14 @@
 
 __noreturn void panic(const char *fmt, ...) __printf(1, 2);
 
+/* The pieces of panic() that the trap handler (arch/x86_64/traps.c) uses for an oops. */
+struct pt_regs;
+bool panic_enter(void);		/* false when this CPU is already panicking */
+void panic_stop_others(void);
+void dump_regs(const struct pt_regs *r);
+void dump_backtrace(u64 rbp);
+extern bool smp_stopping;
+
 #define BUG_ON(cond)                                                          \
 	do {                                                                  \
 		if (unlikely(cond))                                           \

@@ -12,4 +12,7 @@ struct pt_regs {
 	u64 rip, cs, rflags, rsp, ss;
 };
 
+/* Called by the common interrupt stub (boot/isr.asm) with the saved frame. */
+void trap_dispatch(struct pt_regs *r);
+
 #endif

@@ -12,13 +12,9 @@
 #include "kernel/printk.h"
 #include "kernel/percpu.h"
 #include "kernel/exit.h"
+#include "kernel/panic.h"
 #include "mm/fault.h"
 
-bool panic_enter(void);
-void panic_stop_others(void);
-void dump_regs(const struct pt_regs *r);
-void dump_backtrace(u64 rbp);
-extern bool smp_stopping;
 
 struct fault_expect fault_expect[NR_CPUS];
 static irq_handler_t irq_handlers[256];

@@ -1,5 +1,6 @@
 """tools/baremm experiment: definitions, reports and verdicts on recorded seed logs."""
 import io
+import json
 import os
 import shutil
 import sys
@@ -29,7 +30,9 @@ class DefinitionTest(unittest.TestCase):
         for e in ex.EXPERIMENTS.values():
             # 002's deferred frees would leak into the other variant's rounds
             self.assertTrue(e.switchable, e.id)
-            self.assertTrue(e.question and e.thread and e.verdict, e.id)
+            self.assertTrue(e.question and e.thread and e.thread.claims, e.id)
+            self.assertTrue(e.op and e.explain, e.id)
+            self.assertTrue(e.linux or e.linux_none, e.id)
             self.assertGreaterEqual(len(e.values), 2)
 
     def test_interleaved_cmdline(self):
@@ -49,6 +52,7 @@ class DefinitionTest(unittest.TestCase):
     def test_boot_per_value_when_not_switchable(self):
         e = ex.Experiment("999", "t", "q", bench="b.x", variant="opt", values=("a", "b"),
                           switchable=False)
+        self.assertEqual(e.cost, ("a", "b"))
         self.assertEqual(e.cmdlines(runs=2), [("a", "bench=b.x runs=2 opt=a"),
                                               ("b", "bench=b.x runs=2 opt=b")])
 
@@ -71,13 +75,18 @@ class DefinitionTest(unittest.TestCase):
 class ReportTest(unittest.TestCase):
     def test_001_tcg(self):
         text, v = run_report("001", "seed001_tcg.log", False)
-        self.assertEqual(v["agree"], "yes")
+        self.assertEqual(v["agree"], "agree")
         self.assertIn("%change", text)
         self.assertIn("rmapbatch:local -> rmapbatch:multi", text)
         self.assertIn("Events per operation", text)
-        self.assertIn("Verdict (TCG wall time): yes", text)
-        self.assertIn("flush IPIs 0.0976 -> 0.0068 per op (14x fewer)", v["text"])
-        self.assertIn("+114%", v["text"])
+        self.assertIn("Verdict (TCG wall time): agree", text)
+        self.assertIn("flush_ipi 0.0976 -> 0.0068", v["text"])
+        self.assertIn("+114.2%", v["text"])
+        self.assertIn("on 2 CPUs", v["text"])
+        self.assertIn("the thread ran 16 threads", v["text"])
+        # TCG cycles cannot be set against Linux's instruction counts
+        self.assertIn("No Linux projection: the Linux reference figures are instructions",
+                      v["text"])
         # key events come first, in the definition's order
         lines = text.splitlines()
         i = next(n for n, l in enumerate(lines) if l.startswith("tlb.page_fault3_threads."))
@@ -86,38 +95,52 @@ class ReportTest(unittest.TestCase):
 
     def test_001_icount(self):
         text, v = run_report("001", "seed001_icount.log", True)
-        self.assertEqual(v["agree"], "yes")
+        self.assertEqual(v["agree"], "agree")
         self.assertIn("instructions", v["text"])
         self.assertIn("deterministic mode", text)
+        # absolute change and the Linux projection: 921 -> 808 = -113 of pf1's 4795
+        lx = v["linux"][0]
+        self.assertAlmostEqual(lx["delta"], 807.89 - 920.66, places=6)
+        self.assertAlmostEqual(lx["projection"]["pct"], 100 * (807.89 - 920.66) / 4795)
+        self.assertIn("-113 instructions per operation (exact)", v["text"])
+        self.assertIn("our path is cheaper than Linux's", v["text"])
 
     def test_004_pages_equal(self):
         for log, icount in (("seed004_tcg.log", False), ("seed004_icount.log", True)):
             text, v = run_report("004", log, icount)
-            self.assertEqual(v["agree"], "yes", log)
-            self.assertIn("touch_permille:0: 5 / 1031 / 5 pages", v["text"])
-            self.assertIn("touch_permille:500: 517 / 1031 / 517 pages", v["text"])
+            self.assertEqual(v["agree"], "agree", log)
+            self.assertIn("[touch_permille:0], zeropage -> refpage: the thread +0.04% (none), "
+                          "ours (means) 5 -> 5 alloc_pcp per op", " ".join(v["text"].split()))
+            self.assertIn("517 -> 1031 alloc_pcp per op", v["text"])
+            # memset vs zeropage is judged only where not every page is touched
+            self.assertEqual(len(v["claims"]), 5)
             self.assertIn("refpage_init:memset", text)
 
-    def test_002_no_significant_change(self):
+    def test_002_no_change_or_unresolved(self):
         _, v = run_report("002", "seed002_tcg.log", False)
-        self.assertEqual(v["agree"], "yes")
-        self.assertIn("not significant", v["ours"])
+        self.assertEqual(v["agree"], "inconclusive")    # ±70-100 % spread
+        self.assertEqual(v["claims"][0]["class"], "unresolved")
         _, v = run_report("002", "seed002_icount.log", True)
-        self.assertEqual(v["agree"], "yes")      # -0.5 %: small, as in the thread
+        # -0.62 %, 95 % CI -1.23..-0.01 %: crosses the 1 % minimum effect
+        self.assertEqual(v["agree"], "inconclusive")
+        self.assertLess(v["claims"][0]["pct_lo"], -1.0)
+        self.assertGreater(v["claims"][0]["pct_hi"], -1.0)
 
     def test_003_and_000_noise(self):
         _, v = run_report("003", "seed003_tcg.log", False)
         self.assertEqual(v["agree"], "inconclusive")
         self.assertIn("pb_lookup 10000 -> 19579", v["text"])
+        self.assertIn("No Linux projection", v["text"])
         _, v = run_report("000", "seed000_tcg.log", False)
         self.assertEqual(v["agree"], "inconclusive")
-        self.assertIn("0 -> 1 bulk passes per op", v["text"])
+        self.assertIn("ptfree_bulk 0 -> 1", v["text"])
 
     def test_003_icount_is_an_instruction_count(self):
         _, v = run_report("003", "seed003_icount_1cpu.log", True)
-        self.assertEqual(v["agree"], "no")        # exact: +2.6 % instructions vs +0.14 %
-        self.assertIn("more instructions without the cache", v["text"])
-        self.assertIn("significant (Welch", v["text"])
+        self.assertEqual(v["agree"], "disagree")  # exact: +2.6 % instructions vs +0.14 %
+        self.assertEqual((v["claims"][0]["class"], v["claims"][0]["thread_class"]),
+                         ("up", "none"))
+        self.assertIn("cannot show the thread's gain in cycles", v["text"])
         _, v = run_report("003", "seed003_icount.log", True)
         self.assertEqual(v["agree"], "inconclusive")   # 2 CPUs taking turns: spread
 
@@ -127,9 +150,16 @@ class ReportTest(unittest.TestCase):
         multi = next(x for x in res if x["variant"] == "rmapbatch:multi")
         local = next(x for x in res if x["variant"] == "rmapbatch:local")
         multi["events"]["flush_ipi"] = local["events"]["flush_ipi"]
-        multi["median"], multi["samples"] = local["median"], local["samples"]
         an = ex.Analysis(ex.EXPERIMENTS["001"], res, False)
-        self.assertEqual(ex.verdict_001(an)["agree"], "no")
+        v = an.verdict()
+        self.assertEqual(v["agree"], "disagree")         # flushes did not go away
+        self.assertEqual([c["verdict"] for c in v["claims"]], ["agree", "disagree"])
+        multi["median"], multi["samples"] = local["median"], local["samples"]
+        multi["mean"] = local["mean"]
+        v = an.verdict()
+        # the same samples on both sides: 0 % with a ±3-4 % interval that crosses the
+        # 1 % minimum effect, so the time claim is unresolved
+        self.assertEqual([c["verdict"] for c in v["claims"]], ["inconclusive", "disagree"])
 
     def test_missing_figures(self):
         e = ex.EXPERIMENTS["002"]
@@ -141,13 +171,14 @@ class ReportTest(unittest.TestCase):
         e = ex.Experiment("001", "t", "q", bench="tlb.page_fault3_threads",
                           variant="rmapbatch", values=("local", "multi"), switchable=False,
                           key_events=ex.EXPERIMENTS["001"].key_events,
-                          verdict=ex.verdict_001)
+                          thread=ex.EXPERIMENTS["001"].thread, op="a fault",
+                          explain=("flush_ipi",))
         boots = [("local", rec("seed_pervalue_local.log")),
                  ("multi", rec("seed_pervalue_multi.log"))]
         res = ex.merge_boot_results(e, boots)
         self.assertEqual([r["variant"] for r in res], ["rmapbatch:local", "rmapbatch:multi"])
         text, v = ex.report(e, res, boots[0][1]["machine"], False, ["a", "b"])
-        self.assertEqual(v["agree"], "yes")
+        self.assertEqual(v["agree"], "agree")
         self.assertIn("-38.8%", text)
         self.assertIn("flush_ipi", text)
 
@@ -165,10 +196,10 @@ class ReportTest(unittest.TestCase):
 class CommandTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="baremm-exp-test-")
-        self.saved = (runner.ROOT, runner.boot, runner.build, perfcheck.no_menu_iso)
+        self.saved = (runner.ROOT, runner.boot, runner.build, perfcheck.private_iso)
         runner.ROOT = self.tmp
         runner.build = lambda *a, **k: None
-        perfcheck.no_menu_iso = lambda src, top, always_copy=True: os.path.join(top, "x.iso")
+        perfcheck.private_iso = lambda top: os.path.join(top, "x.iso")
         self.cmdlines = []
 
         def fake_boot(cfg, outdir, echo=None, iso=None, name="run"):
@@ -180,7 +211,7 @@ class CommandTest(unittest.TestCase):
         runner.boot = fake_boot
 
     def tearDown(self):
-        runner.ROOT, runner.boot, runner.build, perfcheck.no_menu_iso = self.saved
+        runner.ROOT, runner.boot, runner.build, perfcheck.private_iso = self.saved
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def run_cli(self, argv):
@@ -197,6 +228,17 @@ class CommandTest(unittest.TestCase):
         self.assertIn("Verdict (deterministic mode", out)
         self.assertTrue(any(f.startswith("experiment-001") for f in
                             os.listdir(os.path.join(self.tmp, "results"))))
+
+    def test_save_for_the_docs(self):
+        out_dir = os.path.join(self.tmp, "data")
+        rc, _ = self.run_cli(["experiment", "001", "--icount", "--no-build", "--save", out_dir])
+        self.assertEqual(rc, 0)
+        with open(os.path.join(out_dir, "seed-001-icount.json")) as f:
+            s = json.load(f)
+        self.assertEqual((s["id"], s["icount"]), ("001", True))
+        self.assertEqual(s["verdict"]["agree"], "agree")
+        self.assertEqual(len(s["results"]), 2)
+        self.assertEqual(ex.data_name("004", False), "seed-004-tcg.json")
 
     def test_unknown_id(self):
         rc, _ = self.run_cli(["experiment", "009"])

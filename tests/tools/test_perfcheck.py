@@ -145,39 +145,37 @@ class BootsDifferTest(unittest.TestCase):
 
 
 class IsoTest(unittest.TestCase):
-    def test_no_menu_iso(self):
+    def test_private_iso(self):
         d = tempfile.mkdtemp()
+        saved = runner.ROOT
         try:
-            src = os.path.join(d, "a.iso")
-            body = b"\0" * 100 + b"# c\nset timeout=1\nset default=0\n" + b"\0" * 100
+            runner.ROOT = d
+            with self.assertRaises(runner.ToolError):
+                pc.private_iso(d)                                # no ISO built yet
+            src = os.path.join(d, runner.ISO)
+            os.makedirs(os.path.dirname(src))
             with open(src, "wb") as f:
-                f.write(body)
-            out = pc.no_menu_iso(src, d)
+                f.write(b"iso bytes")
+            out = pc.private_iso(d)
+            self.assertNotEqual(out, src)
             with open(out, "rb") as f:
-                got = f.read()
-            self.assertEqual(len(got), len(body))
-            self.assertIn(b"\nset timeout=0\n", got)
-            self.assertNotIn(b"timeout=1", got)
+                self.assertEqual(f.read(), b"iso bytes")
             pc.remove_copy(out)
             self.assertFalse(os.path.exists(out))
-            with open(src, "wb") as f:
-                f.write(b"\nset timeout=1\n\nset timeout=1\n")   # ambiguous: unchanged
-            self.assertEqual(pc.no_menu_iso(src, d, always_copy=False), src)
             pc.remove_copy(src)                                  # never the original
             self.assertTrue(os.path.exists(src))
-            with self.assertRaises(runner.ToolError):
-                pc.no_menu_iso(os.path.join(d, "missing.iso"), d)
         finally:
+            runner.ROOT = saved
             shutil.rmtree(d)
 
 
 class CommandTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="baremm-perf-test-")
-        self.saved = (runner.ROOT, runner.boot, runner.build, pc.no_menu_iso)
+        self.saved = (runner.ROOT, runner.boot, runner.build, pc.private_iso)
         runner.ROOT = self.tmp
         runner.build = lambda *a, **k: None
-        pc.no_menu_iso = lambda src, top, always_copy=True: os.path.join(top, "x.iso")
+        pc.private_iso = lambda top: os.path.join(top, "x.iso")
         self.boots = []
         self.logs = {"vm": "seed004_icount.log", "seed001": "seed001_icount.log"}
 
@@ -191,7 +189,7 @@ class CommandTest(unittest.TestCase):
         self.base = os.path.join(self.tmp, "baseline.json")
 
     def tearDown(self):
-        runner.ROOT, runner.boot, runner.build, pc.no_menu_iso = self.saved
+        runner.ROOT, runner.boot, runner.build, pc.private_iso = self.saved
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def run_cli(self, *args):

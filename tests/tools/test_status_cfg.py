@@ -1,4 +1,6 @@
+import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -6,7 +8,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, data  # noqa: E402
-from baremm_lib import cfg, runner, status, testrun  # noqa: E402
+from baremm_lib import cfg, runner, status, testrun, unittests  # noqa: E402
 
 
 class ExitCodeTest(unittest.TestCase):
@@ -144,15 +146,35 @@ class QemuCommandTest(unittest.TestCase):
             self.assertEqual(runner.resolve_accel("auto"), "tcg")
 
 
-class UnittestOutputTest(unittest.TestCase):
-    def test_counts(self):
-        self.assertEqual(testrun.parse_unittest_output("...\nRan 12 tests in 0.1s\n\nOK\n"),
-                         (12, 0, 0))
-        self.assertEqual(testrun.parse_unittest_output(
-            "Ran 12 tests in 0.1s\n\nFAILED (failures=2, errors=1, skipped=3)\n"), (6, 3, 3))
-        self.assertEqual(testrun.parse_unittest_output(
-            "Ran 5 tests in 0.1s\n\nOK (skipped=1)\n"), (4, 0, 1))
-        self.assertIsNone(testrun.parse_unittest_output("Traceback ..."))
+class ToolTestsCountTest(unittest.TestCase):
+    MODULE = """import unittest
+class T(unittest.TestCase):
+    def test_pass1(self): pass
+    def test_pass2(self): print("noise on stdout")
+    def test_fail(self): self.assertEqual(1, 2)
+    def test_error(self): raise RuntimeError("boom")
+    @unittest.skip("why")
+    def test_skip(self): pass
+    @unittest.expectedFailure
+    def test_xfail(self): self.assertEqual(1, 2)
+"""
+
+    def test_counts_from_the_result(self):
+        d = tempfile.mkdtemp(prefix="baremm-ut-")
+        try:
+            with open(os.path.join(d, "test_counted_sample.py"), "w") as f:
+                f.write(self.MODULE)
+            with open(os.path.join(d, "test_counted_broken.py"), "w") as f:
+                f.write("import no_such_module_here\n")
+            log = io.StringIO()
+            # pass1, pass2, xfail pass; fail, error and the broken import fail; 1 skip
+            self.assertEqual(unittests.run(d, log, top_level_dir=d), (3, 3, 1))
+            self.assertIn("noise on stdout", log.getvalue())
+            self.assertIn("boom", log.getvalue())
+        finally:
+            sys.modules.pop("test_counted_sample", None)
+            sys.modules.pop("test_counted_broken", None)
+            shutil.rmtree(d)
 
 
 if __name__ == "__main__":

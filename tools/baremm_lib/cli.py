@@ -6,6 +6,7 @@ import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
 from . import experiment, modelcheck, perfcheck, symbolize, testrun
+from . import docs
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
 
@@ -416,6 +417,7 @@ def build_parser():
 
     experiment.add_parser(sub)
     perfcheck.add_parser(sub)
+    docs.add_parser(sub)
     modelcheck.add_parser(sub)
     return ap
 

@@ -11,51 +11,64 @@ docs/EXPERIMENTS.md has the question, workload and our figures for each.
 import json
 import os
 import sys
+import textwrap
+from dataclasses import dataclass, replace
+from typing import Optional, Tuple
 
-from . import compare, perfcheck, plot as plotmod, runner
+from . import compare, perfcheck, plot as plotmod, runner, verdict
 
 
+@dataclass(frozen=True)
 class Experiment:
-    def __init__(self, id, title, question, bench, variant, values, smp=2, mem="512M",
-                 extra="", icount_extra=None, runs=None, switchable=True, metric=None,
-                 key_events=(), thread="", verdict=None, timeout=600, icount_timeout=900,
-                 alt=None):
-        self.id = id
-        self.title = title
-        self.question = question
-        self.bench = bench              # bench= glob
-        self.variant = variant          # variant option name
-        self.values = list(values)      # its values; the first is the base
-        self.smp = smp
-        self.mem = mem
-        self.extra = extra              # more command-line words (TCG and icount)
-        self.icount_extra = extra if icount_extra is None else icount_extra
-        self.runs = runs                # None: the benchmark's default
-        self.switchable = switchable    # ab= in one boot, else a boot per value
-        self.metric = metric            # only figures with this metric (None: all)
-        self.key_events = list(key_events)
-        self.thread = thread            # the thread's workload and figures, one line
-        self.verdict = verdict          # fn(analysis) -> dict(agree, ours, text)
-        self.timeout = timeout
-        self.icount_timeout = icount_timeout
-        self.alt = alt                  # dict: overrides for the second-opinion benchmark
+    """One seed experiment: what to boot, and the thread it answers (verdict.Thread)."""
+    id: str
+    title: str
+    question: str
+    bench: str                      # bench= glob
+    variant: str                    # the variant option
+    values: Tuple[str, ...]         # its values; the first is the base
+    thread: Optional[verdict.Thread] = None
+    op: str = "one operation"       # what one of our operations is, for the verdict
+    explain: Tuple[str, ...] = ()   # events quoted in the verdict
+    linux: Optional[verdict.LinuxCost] = None   # Linux's cost of one operation
+    linux_none: str = ""            # why there is no Linux projection
+    cost: Tuple[str, ...] = ()      # the two values whose figures are projected (default:
+                                    # the first two)
+    icount_note: str = ""           # what an instruction count cannot show here
+    smp: int = 2
+    mem: str = "512M"
+    extra: str = ""                 # more command-line words (TCG and icount)
+    icount_extra: Optional[str] = None      # None: the same as extra
+    runs: Optional[int] = None      # None: the benchmark's default
+    switchable: bool = True         # ab= in one boot, else a boot per value
+    metric: Optional[str] = None    # only figures with this metric (None: all)
+    key_events: Tuple[str, ...] = ()
+    timeout: int = 600
+    icount_timeout: int = 900
+    alt: Optional[dict] = None      # overrides for the second-opinion benchmark
+
+    def __post_init__(self):
+        object.__setattr__(self, "values", tuple(self.values))
+        object.__setattr__(self, "key_events", tuple(self.key_events))
+        if not self.cost:
+            object.__setattr__(self, "cost", self.values[:2])
+
+    def thread_line(self):
+        return self.thread.line() if self.thread else ""
 
     def alternative(self):
         """The same experiment on the other benchmark that covers this seed (--alt)."""
         if not self.alt:
             return None
-        kw = dict(title=self.title, question=self.question, bench=self.bench,
-                  variant=self.variant, values=self.values, smp=self.smp, mem=self.mem,
-                  extra="", runs=self.runs, switchable=self.switchable,
-                  key_events=self.key_events, thread=self.thread, verdict=self.verdict,
-                  timeout=self.timeout, icount_timeout=self.icount_timeout)
+        kw = dict(extra="", icount_extra=None, alt=None, metric=None)
         kw.update(self.alt)
         kw["title"] = "%s (second opinion: %s)" % (self.title, kw["bench"])
-        return Experiment(self.id, **kw)
+        return replace(self, **kw)
 
     def cmdlines(self, runs=None, icount=False):
         """[(value or None, cmdline)]: one entry per boot."""
-        extra = self.icount_extra if icount else self.extra
+        extra = self.icount_extra if icount and self.icount_extra is not None \
+            else self.extra
         words = ["bench=" + self.bench]
         if extra:
             words.append(extra)
@@ -91,12 +104,6 @@ def group_by_value(results, opt, metric=None):
     return [(g, groups[g]) for g in order]
 
 
-def change(a, b):
-    """%change of b's median against a's and whether it is significant (compare's rules)."""
-    s = compare.significance(a, b)
-    return s
-
-
 def ev(r, name):
     return (r or {}).get("events", {}).get(name, 0.0)
 
@@ -110,7 +117,7 @@ def ops_per_s(r):
 
 
 class Analysis:
-    """What a verdict function reads: the groups, the mode, the experiment."""
+    """What a verdict reads: the experiment, its figures grouped by value, the mode."""
 
     def __init__(self, exp, results, icount, machine=None, model=None):
         self.exp = exp
@@ -120,25 +127,18 @@ class Analysis:
         self.machine = machine
         self.groups = group_by_value(results, exp.variant, exp.metric)
 
-    def unit_word(self):
-        if self.model:
-            return "model cycles"
-        return "instructions" if self.icount else "cycles"
-
     def mode(self):
         if self.model:
             return "cost model, profile %s (deterministic)" % self.model
         return "deterministic mode (icount: 1 cycle = 1 instruction)" if self.icount \
             else "TCG wall time"
 
-    def pair(self, a, b, group_index=0):
-        if len(self.groups) <= group_index:
-            return None, None, None
-        _, byv = self.groups[group_index]
-        ra, rb = byv.get(a), byv.get(b)
-        if ra is None or rb is None:
-            return ra, rb, None
-        return ra, rb, change(ra, rb)
+    def verdict(self):
+        """dict(agree, ours, text, claims, linux): verdict.decide on this run."""
+        if self.exp.thread is None:
+            return {"agree": verdict.INCONCLUSIVE, "ours": "", "text": "", "claims": [],
+                    "linux": []}
+        return verdict.decide(self.exp, self.groups, self.icount, self.model)
 
 
 def fmt_ev(v):
@@ -153,22 +153,11 @@ def fmt_ev(v):
     return "%.4f" % v
 
 
-def sig_str(ch):
-    if ch is None:
-        return "n/a"
-    mark = "significant" if ch["significant"] else "not significant"
-    if ch["test"] == "welch":
-        how = "Welch p=%.2g" % ch["p"]
-    elif ch["test"] == "exact":
-        how = "exact, zero spread"
-    else:
-        how = "2-stddev rule"
-    return "%s (%s)" % (mark, how)
-
-
-def events_table(exp, results, all_events=False):
-    """Event counts per operation, one column per variant value, per figure."""
-    out = []
+def event_tables(exp, results, all_events=False):
+    """[(head, rows)] per figure: event counts per operation, one column per value. The
+    experiment's key events come first, then every other event that differs by more than
+    5 % between values (all of them with all_events)."""
+    tables = []
     for (bench, metric, cpus), byv in group_by_value(results, exp.variant, exp.metric):
         vals = [v for v in exp.values if v in byv] + [v for v in byv if v not in exp.values]
         names = [e for e in exp.key_events if any(e in byv[v]["events"] for v in vals)]
@@ -187,10 +176,16 @@ def events_table(exp, results, all_events=False):
             rows.append([e] + [fmt_ev(byv[v]["events"].get(e, 0.0)) for v in vals])
         head = ["%s.%s cpus=%d" % (bench, metric, cpus)] + \
             ["%s:%s" % (exp.variant, v) for v in vals]
+        tables.append((head, rows))
+    return tables
+
+
+def events_table(exp, results, all_events=False):
+    """event_tables() as aligned text."""
+    out = []
+    for head, rows in event_tables(exp, results, all_events):
         widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-        out.append("  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i])
-                             for i, h in enumerate(head)).rstrip())
-        for r in rows:
+        for r in [head] + rows:
             out.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i])
                                  for i, c in enumerate(r)).rstrip())
         out.append("")
@@ -199,228 +194,19 @@ def events_table(exp, results, all_events=False):
     return "\n".join(out)
 
 
-# ---------------------------------------------------------------- verdicts
-#
-# Each returns dict(agree = "yes" | "no" | "partly" | "inconclusive", ours = short figure,
-# text = one paragraph). They read only the parsed figures, so they are unit-tested on
-# recorded logs (tests/tools/test_experiment.py).
-
-def _pct(ch):
-    return "n/a" if ch is None or ch["pct"] is None else "%+.1f%%" % ch["pct"]
-
-
-def cpus_str(r):
-    n = r.get("cpus", 1)
-    return "one CPU" if n == 1 else "each of %d CPUs" % n
-
-
-def _noise(r):
-    return r["pstddev"] if r else 0.0
-
-
-def verdict_000(an):
-    a, b, ch = an.pair("loop", "bulk")
-    if ch is None:
-        return {"agree": "inconclusive", "ours": "no figures",
-                "text": "No figures for ptfree:loop and ptfree:bulk were found."}
-    thread = 100.0 * (15170 - 15360) / 15360
-    fb_a, fb_b = ev(a, "ptfree_bulk"), ev(b, "ptfree_bulk")
-    pf_a, pf_b = ev(a, "pt_free"), ev(b, "pt_free")
-    ours = "%s per address space" % _pct(ch)
-    noise = max(_noise(a), _noise(b))
-    if ch["significant"] and ch["pct"] < 0:
-        agree = "yes"
-        how = "agrees in direction with the thread"
-    elif ch["significant"] and ch["pct"] > 0:
-        agree = "no"
-        how = "goes the other way from the thread"
-    elif noise > 3 * abs(thread):
-        agree = "inconclusive"
-        how = ("cannot resolve the thread's effect: a %.1f%% change is well inside our "
-               "spread of ±%.1f%%" % (abs(thread), noise))
-    else:
-        agree = "no"
-        how = "finds no difference where the thread saw one"
-    text = ("The thread (30 containers running a short shell script in parallel) measured "
-            "15360 -> 15170 ms per run (%+.1f%%) when page-table pages are released in one "
-            "bulk pass instead of one put_page() each. Here an address space's whole life "
-            "(create, one page table per 2 MiB read, destroy) on %s at once costs "
-            "%s -> %s %s with ptfree:bulk, %s, %s: this %s. Both variants free the same "
-            "table pages (pt_free %s -> %s per op); what changes is the path: %s -> %s bulk "
-            "passes per op (ptfree_bulk) instead of one free per table."
-            % (thread, cpus_str(a), compare.fmt_num(a["median"]),
-               compare.fmt_num(b["median"]), an.unit_word(), _pct(ch), sig_str(ch), how,
-               fmt_ev(pf_a), fmt_ev(pf_b), fmt_ev(fb_a), fmt_ev(fb_b)))
-    return {"agree": agree, "ours": ours, "text": text}
-
-
-def verdict_001(an):
-    a, b, ch = an.pair("local", "multi")
-    if ch is None:
-        return {"agree": "inconclusive", "ours": "no figures",
-                "text": "No figures for rmapbatch:local and rmapbatch:multi were found."}
-    speed = 100.0 * (a["median"] / b["median"] - 1.0) if b["median"] else None
-    ipi_a, ipi_b = ev(a, "flush_ipi"), ev(b, "flush_ipi")
-    inv_a, inv_b = ev(a, "invlpg"), ev(b, "invlpg")
-    ff_a, ff_b = ev(a, "force_flush"), ev(b, "force_flush")
-    ratio = (ipi_a / ipi_b) if ipi_b else (float("inf") if ipi_a else 1.0)
-    ratio_s = "%.0fx" % ratio if ratio != float("inf") else "to zero"
-    faster = ch["significant"] and ch["pct"] < 0
-    fewer = ratio >= 5
-    if faster and fewer:
-        agree = "yes"
-    elif fewer:
-        agree = "partly"
-    else:
-        agree = "no"
-    ours = "%+.0f%% ops/s; flush IPIs/op %s -> %s" % (speed, fmt_ev(ipi_a), fmt_ev(ipi_b))
-    text = ("The thread (will-it-scale page_fault3, 16 threads, dirty shared pages) saw "
-            "+114%% operations (2256919 -> 4833919) once the delayed rmap could use an "
-            "extra batch, and the remote TLB flush (8.17%% of cycles) vanished from the "
-            "profile. Here, with every CPU a thread of one address space, one page fault "
-            "plus its share of the unmap costs %s -> %s %s (%s, %s): %+.0f%% operations per "
-            "second. The mechanism shows in the events: forced flushes %s -> %s per op "
-            "(every 8 pages under local), flush IPIs %s -> %s per op (%s fewer), INVLPG "
-            "%s -> %s per op. %s"
-            % (compare.fmt_num(a["median"]), compare.fmt_num(b["median"]), an.unit_word(),
-               _pct(ch), sig_str(ch), speed, fmt_ev(ff_a), fmt_ev(ff_b), fmt_ev(ipi_a),
-               fmt_ev(ipi_b), ratio_s, fmt_ev(inv_a), fmt_ev(inv_b),
-               {"yes": "We agree: the flushes all but disappear and throughput rises, by "
-                       "less than the thread's +114% with 2 CPUs instead of 16 (fewer "
-                       "remote CPUs to interrupt per flush).",
-                "partly": "The flushes disappear as in the thread, but the time change is "
-                          "not significant here.",
-                "no": "We do not reproduce the thread's result."}[agree]))
-    return {"agree": agree, "ours": ours, "text": text}
-
-
-def verdict_002(an):
-    a, b, ch = an.pair("off", "on")
-    if ch is None:
-        return {"agree": "inconclusive", "ours": "no figures",
-                "text": "No figures for ptfree_rcu:off and ptfree_rcu:on were found."}
-    thread = 100.0 * (4.8362 - 4.8322) / 4.8322
-    small = abs(ch["pct"]) < 5.0
-    if not ch["significant"]:
-        agree, how = "yes", "no significant change, as in the thread"
-    elif small:
-        agree, how = "yes", ("a change that is measurable only because the run is "
-                             "deterministic, and small (under 5%), as in the thread")
-    else:
-        agree, how = "no", "a significant change the thread did not see"
-    ipi_a, ipi_b = ev(a, "ipi_sent"), ev(b, "ipi_sent")
-    text = ("The thread timed fork()+exit() of a process with 4096 x 1 GiB mappings, one "
-            "byte read per 2 MiB (a page table per touch), with page tables freed right "
-            "after the TLB flush or after an RCU grace period: 4.8322 s vs 4.8362 s "
-            "(%+.2f%%, stddev 0.11 s): no significant change. Here one fork+exit of a "
-            "parent with a sparse region costs %s -> %s %s (%s, %s): %s. The deferred "
-            "free adds grace-period work that shows in the events (IPIs sent %s -> %s per "
-            "fork+exit), not in the table count."
-            % (thread, compare.fmt_num(a["median"]), compare.fmt_num(b["median"]),
-               an.unit_word(), _pct(ch), sig_str(ch), how, fmt_ev(ipi_a), fmt_ev(ipi_b)))
-    return {"agree": agree, "ours": ours_pct(ch), "text": text}
-
-
-def ours_pct(ch):
-    return "%s (%s)" % (_pct(ch), "significant" if ch and ch["significant"] else
-                        "not significant")
-
-
-def verdict_003(an):
-    a, b, ch = an.pair("cached", "lookup")
-    if ch is None:
-        return {"agree": "inconclusive", "ours": "no figures",
-                "text": "No figures for pcp_mt:cached and pcp_mt:lookup were found."}
-    thread = 100.0 * (0.0846799 - 0.0869148) / 0.0869148
-    pb_a, pb_b = ev(a, "pb_lookup"), ev(b, "pb_lookup")
-    if an.icount:
-        # an instruction count: compare with the thread's instructions (+0.14 %)
-        if abs(ch["pct"]) < 1.0 or (not ch["significant"]
-                                    and max(_noise(a), _noise(b)) < 1.0):
-            agree, how = "yes", ("about the same instruction count without the cache, as "
-                                 "the thread's instruction count (+0.14%)")
-        elif not ch["significant"]:
-            agree, how = "inconclusive", ("no significant change, but the counts spread "
-                                          "±%.1f%% (several CPUs taking turns)"
-                                          % max(_noise(a), _noise(b)))
-        else:
-            agree, how = "no", ("%s instructions without the cache, where the thread's "
-                                "instruction count moved only +0.14%%"
-                                % ("more" if ch["pct"] > 0 else "fewer"))
-    elif ch["significant"] and ch["pct"] < 0:
-        agree, how = "yes", "faster without the cache, as in the thread"
-    elif ch["significant"] and ch["pct"] > 0:
-        agree, how = "no", "slower without the cache, the opposite of the thread"
-    elif max(_noise(a), _noise(b)) > 2 * abs(thread):
-        agree, how = "inconclusive", ("no significant change; our spread (±%.1f%%) is "
-                                      "larger than the thread's effect"
-                                      % max(_noise(a), _noise(b)))
-    else:
-        agree, how = "no", "no significant change where the thread saw one"
-    extra = ""
-    if an.icount:
-        extra = (" Under icount the figure is an instruction count: the thread's "
-                 "instructions barely moved (+0.14%) while its cycles fell 2.6%, a gain "
-                 "from fewer cache writes and branch misses that an instruction count "
-                 "cannot show; judge the time claim under TCG or on hardware.")
-    text = ("The thread had every CPU allocate and free batches of 10,000 pages (about 3x "
-            "the pcp high mark, so the lists overflow and bulk-free) and saw 0.0869 -> "
-            "0.0847 s (%+.1f%%) when the per-page cached migratetype was dropped and the "
-            "pageblock looked up at bulk-free time instead. Here one batch of 10,000 "
-            "alloc_page + free_page on %s costs %s -> %s %s (%s, %s): %s. The "
-            "lookup variant reads the pageblock bitmap for every page it bulk-frees "
-            "(pb_lookup %s -> %s per batch) instead of the cached byte.%s"
-            % (thread, cpus_str(a), compare.fmt_num(a["median"]),
-               compare.fmt_num(b["median"]), an.unit_word(), _pct(ch), sig_str(ch), how,
-               fmt_ev(pb_a), fmt_ev(pb_b), extra))
-    return {"agree": agree, "ours": ours_pct(ch), "text": text}
-
-
-def verdict_004(an):
-    rows = []
-    equal = True
-    found = False
-    memset_more = True
-    for (bench, metric, cpus), byv in an.groups:
-        z, m, r = byv.get("zeropage"), byv.get("memset"), byv.get("refpage")
-        if not (z and r):
-            continue
-        found = True
-        az, ar = ev(z, "alloc_pcp"), ev(r, "alloc_pcp")
-        am = ev(m, "alloc_pcp") if m else None
-        if abs(az - ar) > 0.5:
-            equal = False
-        if am is not None and am < az:
-            memset_more = False
-        case = metric.split("[", 1)[1].rstrip("]") if "[" in metric else metric
-        rows.append("%s: %s / %s / %s pages" % (case, fmt_ev(az), fmt_ev(am), fmt_ev(ar)))
-    if not found:
-        return {"agree": "inconclusive", "ours": "no figures",
-                "text": "No figures for refpage_init:zeropage and refpage_init:refpage."}
-    agree = "yes" if equal else "no"
-    ours = "pages allocated refpage %s zeropage" % ("=" if equal else "!=")
-    text = ("The thread (pdfium, real program) measured max RSS 107088 KiB for plain "
-            "anonymous memory, 112180 KiB (+4.8%%) when the allocator memsets, and 107128 "
-            "KiB with reference pages: RSS equal to plain anonymous memory; time 2.2371 / "
-            "2.2522 / 2.2438 s. Here a cycle maps 4 MiB, initialises it the three ways and "
-            "writes one page, half or all of it. Pages allocated per cycle (data plus "
-            "tables; zeropage / memset / refpage): %s. %s %s"
-            % ("; ".join(rows),
-               "Reference pages allocate exactly what plain anonymous memory allocates for "
-               "the same touches, while the eager memset allocates everything up front: we "
-               "agree with the thread." if equal else
-               "Reference pages do not allocate what plain anonymous memory allocates: we "
-               "do not reproduce the thread.",
-               "" if memset_more else "(memset allocated fewer pages than zeropage in some "
-               "case, which is unexpected.)"))
-    if an.icount:
-        text += (" Time is not comparable to the thread's: under icount a rep stosb/movsb "
-                 "counts one instruction per byte, so zeroing and copying dominate "
-                 "(docs/RESULTS.md).")
-    return {"agree": agree, "ours": ours, "text": text}
+def selected(exp, results):
+    """The results that carry the experiment's variant (and metric)."""
+    return [r for r in results if value_of(r, exp.variant) is not None
+            and (not exp.metric or r["metric"].split("[")[0] == exp.metric)]
 
 
 # ---------------------------------------------------------------- the five
+#
+# Each thread's figures are stored once, in its verdict.Thread; the header line, the
+# summary table and the verdict prose are built from them (tools/baremm_lib/verdict.py
+# has the rule). Linux costs: tools/linux-ref/reference.json.
+
+V = verdict
 
 EXPERIMENTS = {
     "000": Experiment(
@@ -428,28 +214,58 @@ EXPERIMENTS = {
         "Is releasing an mmu_gather's page-table pages in one bulk pass measurably faster "
         "than a put_page() per page, under a load of many short-lived processes?",
         bench="tlb.ptfree_loop_vs_bulk", variant="ptfree", values=("loop", "bulk"),
+        thread=V.Thread("30 containers running a short fork-heavy script in parallel",
+                        (V.Claim("time per run", 15360, 15170, "ms", ("loop", "bulk")),)),
+        op="an address space's whole life (created, one page table built per 2 MiB read, "
+           "destroyed)",
+        explain=("pt_free", "ptfree_bulk", "free_pcp"),
+        # An mm's birth and death is Linux's fork+exit of a tiny process; each table
+        # built by a read fault and freed by the teardown is one sparse_munmap table.
+        linux=V.LinuxCost((("fork_empty -", 1),
+                           ("sparse_munmap gib=1,slot=0", "pt_alloc")),
+                          "Linux: one fork+exit of a tiny process plus, per table page of "
+                          "ours, one table built by a read fault and freed by munmap"),
         key_events=("pt_alloc", "pt_free", "ptfree_bulk", "free_pcp", "free_bulk",
                     "zone_lock", "flush_req", "full_flush"),
         icount_extra="bench_cpus=1",
-        thread="30 containers running a short script in parallel: 15360 -> 15170 ms per run",
-        verdict=verdict_000,
         alt={"bench": "alloc.free_bulk_vs_loop", "variant": "free_mode", "smp": 1}),
     "001": Experiment(
         "001", "page_fault3 threads: delayed rmap in the on-stack bundle only vs extra batches",
         "Does letting delayed-rmap pages use an extra batch (about 512 pages per flush "
         "instead of 8) fix the will-it-scale page_fault3 threads regression?",
         bench="tlb.page_fault3_threads", variant="rmapbatch", values=("local", "multi"),
+        thread=V.Thread(
+            "will-it-scale page_fault3, 16 threads, dirty shared pages",
+            (V.Claim("operations", 2256919, 4833919, "ops", ("local", "multi"),
+                     throughput=True),
+             V.Claim("remote-flush share of cycles", 8.17, 0.0, "%", ("local", "multi"),
+                     ours="flush_ipi")),
+            threads=16),
+        op="one page fault on a dirty shared page plus its share of the unmap, every CPU "
+           "a thread of one address space",
+        explain=("force_flush", "flush_ipi", "invlpg"),
+        linux=V.LinuxCost((("pf1 8MiB", 1),),
+                          "Linux's figure is an anonymous fault with its share of mmap and "
+                          "munmap (`pf1`); ours is a shared-file fault"),
         key_events=("fault_shared", "rmap_remove", "force_flush", "gather_flush",
                     "flush_req", "flush_ipi", "ipi_sent", "invlpg", "full_flush"),
-        thread="will-it-scale page_fault3, 16 threads: 2256919 -> 4833919 ops (+114%); "
-               "TLB-flush cycles 8.17% -> 0",
-        verdict=verdict_001,
         alt={"bench": "vm.page_fault3", "extra": "vm_mode=threads"}),
     "002": Experiment(
         "002", "sparse page tables, fork+exit: tables freed after the flush vs after RCU",
         "Does freeing page tables after an RCU grace period (instead of right after the "
         "TLB flush) slow down a fork+exit that frees a great many page tables?",
         bench="tlb.ptfree_rcu", variant="ptfree_rcu", values=("off", "on"),
+        thread=V.Thread(
+            "fork()+exit() of a process with 4096 x 1 GiB sparse mappings, one byte read "
+            "per 2 MiB",
+            (V.Claim("time per fork+exit", 4.8322, 4.8362, "s", ("off", "on")),),
+            more="stddev 0.114 / 0.111 s: no significant change"),
+        op="one fork (dup_mm, which copies every table) plus exit (mm_put) of a parent "
+           "with a sparse region",
+        explain=("pt_free", "ipi_sent", "free_bulk"),
+        linux=V.LinuxCost((("sparse_fork gib=16,slot=0", "pt_alloc"),),
+                          "Linux: one sparse_fork table (16 GiB region, fork+exit "
+                          "amortised) per table page of ours"),
         # 16 GiB sparse = 8192 page tables per fork+exit: at this size both variants
         # overflow the pcp lists alike, as the thread's 4 TiB did (at 1 GiB, 512 tables,
         # `off` recycles pcp-hot pages and `on` does not: +19% under icount).
@@ -458,33 +274,57 @@ EXPERIMENTS = {
         # inside its timed region, so an `on` round pays for its own deferred frees and
         # never leaves them to the next (`off`) round.
         key_events=("pt_alloc", "pt_free", "flush_req", "ipi_sent", "free_pcp", "free_bulk"),
-        thread="fork()+exit() with 4096 x 1 GiB sparse mappings: 4.8322 s vs 4.8362 s "
-               "(no significant change)",
-        verdict=verdict_002,
         alt={"bench": "vm.sparse_tables", "smp": 2}),
     "003": Experiment(
         "003", "pcp bulk free: cached vs looked-up migratetype",
         "Does caching each pcp page's migratetype save time at bulk-free, or is looking "
         "it up from the pageblock as fast or faster?",
         bench="alloc.bulk10k", variant="pcp_mt", values=("cached", "lookup"),
+        thread=V.Thread(
+            "every CPU allocates and frees batches of 10,000 pages, about 3x the pcp high "
+            "mark",
+            (V.Claim("time", 0.0869148, 0.0846799, "s", ("cached", "lookup"),
+                     modes=("tcg",)),
+             V.Claim("instructions", 126201294231, 126383351792, "instructions",
+                     ("cached", "lookup"), modes=("icount",))),
+            more="cycles -2.7%"),
+        op="one batch of 10,000 alloc_page + free_page",
+        explain=("pb_lookup", "free_bulk"),
+        linux_none="tools/linux-ref measures no page-allocator-only operation (user space "
+                   "cannot call alloc_page)",
+        icount_note="An instruction count cannot show the thread's gain in cycles (fewer "
+                    "stores and branch misses); judge the time claim under TCG on a quiet "
+                    "host, KVM or hardware.",
         key_events=("alloc_pcp", "free_pcp", "pcp_refill", "free_bulk", "pb_lookup",
                     "zone_lock", "zone_contended"),
         icount_extra="bench_cpus=1",
-        thread="every CPU allocs and frees batches of 10,000 pages: 0.0869 -> 0.0847 s "
-               "(-2.6%)",
-        verdict=verdict_003,
         alt={"bench": "alloc.bulk_resident"}),
     "004": Experiment(
         "004", "anonymous memory initialised by zero page / memset / reference page",
         "Do reference pages keep RSS equal to plain anonymous memory while giving "
         "non-zero initial contents, and what do they cost against memset?",
         bench="vm.refpage", variant="refpage_init", values=("zeropage", "memset", "refpage"),
+        thread=V.Thread(
+            "pdfium, a real program",
+            (V.Claim("max RSS", 107088, 107128, "KiB", ("zeropage", "refpage"),
+                     ours="alloc_pcp"),
+             V.Claim("max RSS", 107088, 112180, "KiB", ("zeropage", "memset"),
+                     ours="alloc_pcp", cases=("touch_permille:0", "touch_permille:500"))),
+            more="time 2.2371 / 2.2522 / 2.2438 s (anonymous / memset / refpage)"),
+        op="a cycle that maps 4 MiB, gives it its initial contents, writes one page, half "
+           "or all of it (touch_permille 0 / 500 / 1000) and unmaps; RSS is pages "
+           "allocated (alloc_pcp)",
+        explain=("alloc_pcp", "fault"),
+        cost=("zeropage", "refpage"),
+        linux=V.LinuxCost((("pf1 8MiB", "fault"),),
+                          "Linux: one anonymous fault (`pf1`, map and unmap amortised) per "
+                          "fault of ours"),
+        icount_note="Under icount a rep stosq/movsq counts one instruction per 8 bytes, so "
+                    "whole-page zeroing and copying weigh more than on hardware with fast "
+                    "strings (docs/RESULTS.md).",
         smp=1,
         key_events=("fault", "fault_anon", "fault_ref", "alloc_pcp", "pt_alloc",
-                    "flush_req"),
-        thread="pdfium: max RSS 107088 / 112180 / 107128 KiB (anon / memset / refpage); "
-               "time 2.2371 / 2.2522 / 2.2438 s",
-        verdict=verdict_004),
+                    "flush_req")),
 }
 
 ORDER = ("000", "001", "002", "003", "004")
@@ -511,11 +351,10 @@ def merge_boot_results(exp, boots):
 def report(exp, results, machine, icount, cmdlines, all_events=False, model=None):
     """The experiment's printed report (str) and its verdict dict."""
     out = []
-    sel = [r for r in results if value_of(r, exp.variant) is not None
-           and (not exp.metric or r["metric"].split("[")[0] == exp.metric)]
+    sel = selected(exp, results)
     out.append("== experiment %s: %s ==" % (exp.id, exp.title))
     out.append("question: %s" % exp.question)
-    out.append("thread:   %s" % exp.thread)
+    out.append("thread:   %s" % exp.thread_line())
     for c in cmdlines:
         out.append("boot:     %s" % c)
     out.append("")
@@ -535,24 +374,10 @@ def report(exp, results, machine, icount, cmdlines, all_events=False, model=None
     out.append(events_table(exp, sel, all_events).rstrip("\n"))
     out.append("")
     an = Analysis(exp, sel, icount, machine, model=model)
-    v = exp.verdict(an) if exp.verdict else {"agree": "inconclusive", "ours": "",
-                                              "text": ""}
+    v = an.verdict()
     out.append("Verdict (%s): %s" % (an.mode(), v["agree"]))
-    out.append(wrap(v["text"]))
+    out.append(textwrap.fill(v["text"], width=92, break_on_hyphens=False))
     return "\n".join(out) + "\n", v
-
-
-def wrap(text, width=92):
-    words, lines, cur = text.split(), [], ""
-    for w in words:
-        if cur and len(cur) + 1 + len(w) > width:
-            lines.append(cur)
-            cur = w
-        else:
-            cur = (cur + " " + w) if cur else w
-    if cur:
-        lines.append(cur)
-    return "\n".join(lines)
 
 
 def run_one(exp, a, top, out=sys.stdout):
@@ -590,9 +415,10 @@ def run_one(exp, a, top, out=sys.stdout):
                "cmdlines": [c for _, c in cls], "verdict": v,
                "status": [rec["status"] for _, rec in boots],
                "results": results, "machine": machine}
-    with open(os.path.join(top, "experiment-%s.json" % exp.id), "w") as f:
-        json.dump(summary, f, indent=2)
-        f.write("\n")
+    save_summary(summary, os.path.join(top, "experiment-%s.json" % exp.id))
+    if getattr(a, "save", None):
+        save_summary(summary, os.path.join(a.save, data_name(exp.id, icount,
+                                                              getattr(a, "alt", False), model)))
     if a.plot:
         path = a.plot if len(getattr(a, "_ids", [exp.id])) == 1 else \
             _suffixed(a.plot, exp.id)
@@ -606,6 +432,19 @@ def run_one(exp, a, top, out=sys.stdout):
             out.write("baremm: no plot: %s\n" % e)
             status = status or 20
     return summary, status
+
+
+def data_name(ident, icount, alt=False, model=None):
+    """File name of an experiment's saved summary (docs/data/, `make seeds`)."""
+    mode = "model-" + runner.safe_name(model) if model else "icount" if icount else "tcg"
+    return "seed-%s%s-%s.json" % (ident, "-alt" if alt else "", mode)
+
+
+def save_summary(summary, path):
+    with open(path + ".tmp", "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
 
 
 def _suffixed(path, ident):
@@ -623,8 +462,9 @@ def summary_table(summaries):
     rows = []
     for s in summaries:
         exp = EXPERIMENTS[s["id"]]
-        rows.append([s["id"], ("model:" + s["model"]) if s.get("model") else "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
-                     exp.thread, s["verdict"]["agree"]])
+        rows.append([s["id"], ("model:" + s["model"]) if s.get("model") else
+                     "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
+                     exp.thread_line(), s["verdict"]["agree"]])
     widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
              for r in [head] + [["-" * w for w in widths]] + rows]
@@ -645,10 +485,10 @@ def main(a, out=sys.stdout):
                              % (a.id, runner.timestamp(),
                                 "-model-" + runner.safe_name(a.model) if getattr(a, "model", None)
                                 else "-icount" if a.icount else ""))
-        # A private copy of the ISO without GRUB's 1 s menu wait (about 55 s of host time
-        # under icount); a copy also keeps a concurrent rebuild away from these boots.
-        a._iso = perfcheck.no_menu_iso(os.path.join(runner.ROOT, runner.ISO), top,
-                                       always_copy=True)
+        # A private copy of the ISO keeps a concurrent rebuild away from these boots.
+        a._iso = perfcheck.private_iso(top)
+        if getattr(a, "save", None):
+            os.makedirs(a.save, exist_ok=True)
         summaries, status = [], 0
         for i in ids:
             exp = EXPERIMENTS[i]
@@ -700,6 +540,9 @@ def add_parser(sub):
                    "the same seed (vm.* / alloc.* second opinion) instead")
     p.add_argument("--all-events", action="store_true",
                    help="list every event, not only the key ones and those that differ")
+    p.add_argument("--save", default=None, metavar="DIR", help="also write each experiment's "
+                   "figures and verdict to DIR/seed-NNN-MODE.json (make seeds: docs/data, "
+                   "read by tools/baremm docs)")
     p.add_argument("-v", "--verbose", action="store_true", help="echo the serial output")
     p.set_defaults(func=main)
     return p

@@ -30,6 +30,7 @@ import fnmatch
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -38,6 +39,7 @@ from . import cfg as cfgmod, logparse, runner
 PERF_CFG = os.path.join("tests", "perf", "perf.cfg")
 BASELINE = os.path.join("tests", "perf", "baseline.json")
 SCHEMA = "baremm-perf-baseline/1"
+PRIVATE_ISO = "baremm-private.iso"
 ENTRY_KEYS = ("cmdline", "smp", "mem", "timeout", "figures", "tolerance", "repeat")
 
 
@@ -45,30 +47,14 @@ class PerfError(Exception):
     pass
 
 
-GRUB_WAIT_RE = re.compile(rb"(\nset timeout=)[1-9](\n)")
-
-
-def no_menu_iso(src, workdir, always_copy=True):
-    """A copy of the ISO whose GRUB menu does not wait (`set timeout=0`), or src itself.
-
-    GRUB polls for a key during its 1 s menu timeout; under `-icount shift=0` that second
-    is 10^9 guest instructions and costs about 55 s of host time, ten times the rest of a
-    boot. The kernel and everything it measures are the same bytes: the copy differs only
-    in one character of /boot/grub/grub.cfg (same length, so the ISO 9660 layout is
-    unchanged). When the pattern is not found exactly once, the copy is unchanged (or,
-    with always_copy=False, the original ISO is used). The copy also keeps a concurrent
-    rebuild of iso/baremm.iso away from the boots that use it."""
+def private_iso(workdir):
+    """A copy of the QEMU ISO (build/baremm-qemu.iso, whose GRUB menu does not wait) in
+    workdir, so that a concurrent rebuild cannot change the ISO under these boots."""
+    src = os.path.join(runner.ROOT, runner.ISO)
     if not os.path.exists(src):
         raise runner.ToolError("%s does not exist (run make, or drop --no-build)" % src)
-    with open(src, "rb") as f:
-        data = f.read()
-    if len(GRUB_WAIT_RE.findall(data)) == 1:
-        data = GRUB_WAIT_RE.sub(rb"\g<1>0\g<2>", data)
-    elif not always_copy:
-        return src
-    dst = os.path.join(workdir, "baremm-nomenu.iso")
-    with open(dst + ".tmp", "wb") as f:
-        f.write(data)
+    dst = os.path.join(workdir, PRIVATE_ISO)
+    shutil.copyfile(src, dst + ".tmp")
     os.replace(dst + ".tmp", dst)
     return dst
 
@@ -133,8 +119,8 @@ def load_cfg(path):
 
 
 def remove_copy(iso):
-    """Delete an ISO made by no_menu_iso (never the build's own)."""
-    if iso and os.path.basename(iso) == "baremm-nomenu.iso" and os.path.exists(iso):
+    """Delete an ISO made by private_iso (never the build's own)."""
+    if iso and os.path.basename(iso) == PRIVATE_ISO and os.path.exists(iso):
         os.unlink(iso)
 
 
@@ -300,7 +286,7 @@ def run_entries(cfg, top, out, icount=True, repeat=1, iso=None):
     figures, failures, differ = {}, [], []
     made = iso is None
     if made:
-        iso = no_menu_iso(os.path.join(runner.ROOT, runner.ISO), top)
+        iso = private_iso(top)
     try:
         _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ)
     finally:

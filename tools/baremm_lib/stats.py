@@ -1,39 +1,29 @@
-"""Statistics: summary figures, Welch's t-test with a Student t CDF of our own.
+"""Statistics: summary figures (the statistics module), Welch's t-test and t quantiles
+with a Student t CDF of our own.
 
 The t CDF uses the regularized incomplete beta function I_x(a, b), evaluated with the
 continued fraction of Numerical Recipes (Lentz's method), so no third-party package is
 needed.
 """
 import math
+import statistics
 
 ALPHA = 0.05          # two-sided significance level of the t-test
 NOISE_FACTOR = 2.0    # fallback: change > NOISE_FACTOR x combined stddev
 
 
 def mean(xs):
-    xs = list(xs)
-    if not xs:
-        raise ValueError("mean of no values")
-    return math.fsum(xs) / len(xs)
+    return statistics.fmean(xs)
 
 
 def median(xs):
-    s = sorted(xs)
-    n = len(s)
-    if n == 0:
-        raise ValueError("median of no values")
-    mid = n // 2
-    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2.0
+    return statistics.median(xs)
 
 
 def variance(xs):
     """Sample variance (n - 1 in the denominator); 0 for a single value."""
     xs = list(xs)
-    n = len(xs)
-    if n < 2:
-        return 0.0
-    m = mean(xs)
-    return math.fsum((x - m) ** 2 for x in xs) / (n - 1)
+    return statistics.variance(xs) if len(xs) >= 2 else 0.0
 
 
 def stddev(xs):
@@ -119,6 +109,26 @@ def t_cdf(t, df):
     """Student t cumulative distribution function."""
     p2 = t_sf2(t, df)
     return 1.0 - p2 / 2.0 if t >= 0 else p2 / 2.0
+
+
+def t_ppf(q, df):
+    """Quantile of Student's t: the t with t_cdf(t, df) = q (bisection, 0 < q < 1)."""
+    if not 0.0 < q < 1.0:
+        raise ValueError("t_ppf needs 0 < q < 1")
+    if q < 0.5:
+        return -t_ppf(1.0 - q, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < q:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0
 
 
 def welch(a, b):

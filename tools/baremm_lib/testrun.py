@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from . import cfg as cfgmod, ciformats, ktap, logparse, runner, status as st
+from . import cfg as cfgmod, ciformats, ktap, logparse, runner, status as st, unittests
 
 MATRIX = os.path.join("tests", "qemu", "matrix.cfg")
 
@@ -78,50 +78,19 @@ def host_tests(outdir, out=sys.stdout, timeout=600, steps=None):
     return c["pass"], c["fail"] + extra_fail, c["skip"]
 
 
-RAN_RE = re.compile(r"^Ran (\d+) tests? in", re.M)
-RESULT_RE = re.compile(r"^(OK|FAILED)(?: \((.*)\))?\s*$", re.M)
-
-
-def parse_unittest_output(text):
-    """Counts from `python3 -m unittest` output: (passed, failed, skipped) or None."""
-    m = RAN_RE.search(text)
-    r = RESULT_RE.search(text)
-    if not m or not r:
-        return None
-    ran = int(m.group(1))
-    fields = {}
-    for part in (r.group(2) or "").split(","):
-        if "=" in part:
-            k, v = part.strip().split("=", 1)
-            fields[k] = int(v)
-    failed = fields.get("failures", 0) + fields.get("errors", 0) + \
-        fields.get("unexpected successes", 0)
-    skipped = fields.get("skipped", 0)
-    # expected failures count as passed
-    return ran - failed - skipped, failed, skipped
-
-
 def tool_tests(outdir, out=sys.stdout, steps=None):
+    """tests/tools, run in this process and counted from unittest's result."""
     log = os.path.join(outdir, "tool-unittests.log")
-    r = subprocess.run([sys.executable, "-m", "unittest", "discover", "tests/tools"],
-                       cwd=runner.ROOT, capture_output=True, text=True)
     with open(log, "w") as f:
-        f.write(r.stdout + r.stderr)
-    counts = parse_unittest_output(r.stderr + r.stdout)
-    if counts is None:
-        out.write("FAIL tool-unittests (no unittest summary; see %s)\n" % log)
-        _step(steps, "tool-unittests", False, ["no unittest summary"], log)
-        return 0, 1, 0
-    p, f, s = counts
-    if r.returncode != 0 and f == 0:
-        f = 1
+        p, f_, s = unittests.run(os.path.join(runner.ROOT, "tests", "tools"), f,
+                                 top_level_dir=runner.ROOT)
     out.write("%s tool-unittests (%d passed, %d failed, %d skipped)\n"
-              % ("PASS" if f == 0 else "FAIL", p, f, s))
-    if f:
+              % ("PASS" if f_ == 0 else "FAIL", p, f_, s))
+    if f_:
         out.write("    see %s\n" % log)
-    _step(steps, "tool-unittests", f == 0, ["python3 -m unittest: %d passed, %d failed, %d "
-                                             "skipped" % (p, f, s)], log)
-    return p, f, s
+    _step(steps, "tool-unittests", f_ == 0, ["unittest: %d passed, %d failed, %d skipped"
+                                             % (p, f_, s)], log)
+    return p, f_, s
 
 
 def _step(steps, name, ok, problems, log=None, skipped=None):

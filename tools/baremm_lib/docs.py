@@ -1,0 +1,252 @@
+"""`tools/baremm docs [--check]`: the figures in docs/ are generated, not typed.
+
+Blocks between marker comments
+
+    <!-- BEGIN generated NAME: tools/baremm docs writes this block; do not edit -->
+    ...
+    <!-- END generated NAME -->
+
+are rewritten from data files:
+
+- docs/RESULTS.md `perf-baseline`: tests/perf/baseline.json (`make perf-baseline`);
+- docs/RESULTS.md `linux-vs-baremm`: tools/linux-ref/reference.json against the baseline;
+- docs/EXPERIMENTS.md `seed-NNN`: docs/data/seed-NNN-{tcg,icount}.json, the saved
+  experiment runs (`make seeds`), with the verdict recomputed from the saved figures.
+
+Each block names the build its figures came from; a build of a dirty tree is a problem.
+`--check` regenerates in memory and fails (exit 1) when a file differs or a stamp is
+dirty: tests/tools/test_docs.py runs the same check, so `make test` fails on drift.
+"""
+import json
+import os
+import re
+import sys
+
+from . import compare, experiment as ex, perfcheck, runner, verdict
+
+DATA_DIR = os.path.join("docs", "data")
+BEGIN = "<!-- BEGIN generated %s: tools/baremm docs writes this block; do not edit -->"
+END = "<!-- END generated %s -->"
+BLOCK_RE = re.compile(r"<!-- BEGIN generated (\S+): [^>]*-->\n.*?<!-- END generated \1 -->",
+                      re.S)
+MODES = (("tcg", False), ("icount", True))
+
+
+class DocsError(Exception):
+    pass
+
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _stamp(build, problems, what):
+    if not build:
+        problems.append("%s: no build id" % what)
+        return "build unknown"
+    if build.endswith("-dirty"):
+        problems.append("%s: figures from a dirty tree (build %s); commit, then rerun" %
+                        (what, build))
+        return "build `%s` (**dirty tree**)" % build
+    return "build `%s` (clean tree)" % build
+
+
+def md_table(head, rows, left=1):
+    """A markdown table; the first `left` columns are left-aligned, the rest right."""
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" if i < left else "---:" for i in range(len(head))) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+    return "\n".join(out)
+
+
+def _num(v):
+    return compare.fmt_num(v)
+
+
+# ---------------------------------------------------------------- RESULTS.md
+
+def gen_baseline(root, problems):
+    path = os.path.join(root, perfcheck.BASELINE)
+    b = _load(path)
+    g = b.get("git", {})
+    build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
+    rows = []
+    for name in sorted(b["figures"]):
+        f = b["figures"][name]
+        entry, fig = name.split(": ", 1)
+        unit = "instructions" if f["unit"] == "cycles" else f["unit"]
+        rows.append(["`%s`" % entry, "`%s`" % fig, _num(f["median"]), unit, f["runs"]])
+    head = "Source: `%s`, %s; %s; %s. %d figures, each the median of its runs." % (
+        perfcheck.BASELINE, _stamp(build, problems, perfcheck.BASELINE),
+        b.get("qemu_version", "QEMU ?"), b.get("compiler", "compiler ?"), len(rows))
+    return head + "\n\n" + md_table(["perf.cfg entry", "figure", "median / op", "unit",
+                                     "runs"], rows, left=2)
+
+
+# baremm figure of the baseline for each Linux reference row
+LINUX_ROWS = (
+    ("page fault, 8 MiB anonymous, map/unmap amortised (per fault)", "pf1 8MiB",
+     "vm-1cpu: vm.page_fault1.fault cpus=1"),
+    ("fork + exit of a 1 GiB sparse space (per table)", "sparse_fork gib=1,slot=0",
+     "vm-1cpu: vm.sparse_tables.table[gib:1] cpus=1"),
+    ("the same without fork/exit's fixed cost (per table)", "sparse_fork_marginal gib=1,slot=0",
+     "vm-1cpu: vm.sparse_tables.table[gib:1] cpus=1"),
+    ("fork + exit, 16 GiB (per table)", "sparse_fork gib=16,slot=0",
+     "vm-1cpu: vm.sparse_tables.table[gib:16] cpus=1"),
+    ("map + 1 read per 2 MiB + munmap, 1 GiB (per table)", "sparse_munmap gib=1,slot=0",
+     "vm-1cpu: vm.sparse_tables_munmap.table[gib:1] cpus=1"),
+    ("the same, 16 GiB (per table)", "sparse_munmap gib=16,slot=0",
+     "vm-1cpu: vm.sparse_tables_munmap.table[gib:16] cpus=1"),
+    ("fork + exit + wait of a tiny process (per fork)", "fork_empty -", None),
+)
+
+
+def gen_linux(root, problems):
+    ref = _load(os.path.join(root, "tools", "linux-ref", "reference.json"))
+    b = _load(os.path.join(root, perfcheck.BASELINE))
+    mx, er = ref["sets"]["max"], ref["sets"]["erms-off"]
+    rows = []
+    for what, key, ours in LINUX_ROWS:
+        lm, le = mx["figures"][key], er["figures"][key]
+        o = b["figures"].get(ours) if ours else None
+        if ours and o is None:
+            problems.append("linux-vs-baremm: %s is not in the baseline" % ours)
+        om = o["median"] if o else None
+        rows.append([what, "`%s`" % key, _num(lm), _num(le),
+                     "`%s` %s" % (ours.split(": ", 1)[1], _num(om)) if o else "-",
+                     "%.2f" % (om / lm) if o else "-", "**%.2f**" % (om / le) if o else "-"])
+    g = b.get("git", {})
+    build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
+    head = ("Linux: %s, %s, %s, from `tools/linux-ref/reference.json` (commands: `%s`; "
+            "`%s`). baremm: `%s`, %s. Unit: %s per operation." % (
+                ref["kernel"], ref["qemu"], ref["mode"], mx["command"], er["command"],
+                perfcheck.BASELINE, _stamp(build, problems, "linux-vs-baremm"),
+                ref["unit"]))
+    return head + "\n\n" + md_table(
+        ["work (op)", "Linux figure", "Linux, -cpu max", "Linux -erms (rep stosq)",
+         "baremm", "baremm / Linux", "baremm / Linux -erms"], rows, left=2)
+
+
+# ---------------------------------------------------------------- EXPERIMENTS.md
+
+def gen_seed(ident):
+    def gen(root, problems):
+        exp = ex.EXPERIMENTS[ident]
+        parts = []
+        for mode, icount in MODES:
+            path = os.path.join(root, DATA_DIR, ex.data_name(ident, icount))
+            if not os.path.exists(path):
+                problems.append("%s: missing (run `make seeds`)" % os.path.relpath(path, root))
+                parts.append("**%s**: no saved run (`make seeds` writes `%s`)." % (
+                    mode, os.path.relpath(path, root)))
+                continue
+            parts.append(seed_block(exp, _load(path), icount, problems,
+                                    os.path.relpath(path, root)))
+        return "\n\n".join(parts)
+    return gen
+
+
+def seed_block(exp, s, icount, problems, path):
+    m = s.get("machine") or {}
+    results = ex.selected(exp, s.get("results", []))
+    cmd = "tools/baremm experiment %s%s" % (exp.id, " --icount" if icount else "")
+    out = ["**%s** (`%s`; %s; boot `%s`, %d CPU%s; data `%s`):" % (
+        "Deterministic mode (icount)" if icount else "TCG", cmd,
+        _stamp(m.get("build"), problems, path), "`, `".join(s.get("cmdlines", [])),
+        s.get("smp", 0), "" if s.get("smp") == 1 else "s", path)]
+    if results:
+        c = compare.compare_variants("experiment %s" % exp.id, results, m)
+        out.append(compare.format_markdown(c).rstrip("\n"))
+    else:
+        out.append("(no figures in the saved run)")
+    for head, rows in ex.event_tables(exp, results):
+        out.append("Events per operation, `%s`:\n\n%s" % (head[0], md_table(
+            ["event"] + ["`%s`" % h for h in head[1:]], rows)))
+    v = ex.Analysis(exp, results, icount, m).verdict()
+    out.append("Verdict: **%s**. %s" % (v["agree"], v["text"]))
+    return "\n\n".join(out)
+
+
+# ---------------------------------------------------------------- driver
+
+FILES = {
+    os.path.join("docs", "RESULTS.md"): (("perf-baseline", gen_baseline),
+                                        ("linux-vs-baremm", gen_linux)),
+    os.path.join("docs", "EXPERIMENTS.md"): tuple(("seed-%s" % i, gen_seed(i))
+                                                  for i in ex.ORDER),
+}
+
+
+def replace_blocks(text, blocks, path="doc"):
+    """text with each named block's body replaced; every name must have its markers."""
+    seen = set()
+
+    def sub(mo):
+        name = mo.group(1)
+        if name not in blocks:
+            raise DocsError("%s: unknown generated block %r" % (path, name))
+        seen.add(name)
+        return "%s\n%s\n%s" % (BEGIN % name, blocks[name].rstrip("\n"), END % name)
+    new = BLOCK_RE.sub(sub, text)
+    missing = sorted(set(blocks) - seen)
+    if missing:
+        raise DocsError("%s: no markers for %s (add `%s` ... `%s`)"
+                        % (path, ", ".join(missing), BEGIN % missing[0], END % missing[0]))
+    return new
+
+
+def render(root):
+    """({path: (old text, new text)}, problems)."""
+    out, problems = {}, []
+    for rel, gens in FILES.items():
+        path = os.path.join(root, rel)
+        with open(path) as f:
+            old = f.read()
+        blocks = {name: gen(root, problems) for name, gen in gens}
+        out[rel] = (old, replace_blocks(old, blocks, rel))
+    return out, problems
+
+
+def check(root):
+    """Messages: files whose generated blocks differ from a fresh render, and problems."""
+    files, problems = render(root)
+    msgs = ["%s: generated figures differ from their data (run `tools/baremm docs`)" % rel
+            for rel, (old, new) in sorted(files.items()) if old != new]
+    return msgs + problems
+
+
+def main(a, out=sys.stdout):
+    root = runner.ROOT
+    try:
+        if a.check:
+            msgs = check(root)
+            for m in msgs:
+                out.write("baremm docs: %s\n" % m)
+            out.write("baremm docs: %s\n" % ("up to date" if not msgs else
+                                             "%d problem(s)" % len(msgs)))
+            return 1 if msgs else 0
+        files, problems = render(root)
+        for rel, (old, new) in sorted(files.items()):
+            if old != new:
+                with open(os.path.join(root, rel), "w") as f:
+                    f.write(new)
+                out.write("baremm docs: wrote %s\n" % rel)
+            else:
+                out.write("baremm docs: %s unchanged\n" % rel)
+        for p in problems:
+            out.write("baremm docs: warning: %s\n" % p)
+        return 0
+    except (OSError, ValueError, KeyError, DocsError) as e:
+        sys.stderr.write("baremm docs: %s\n" % e)
+        return 20
+
+
+def add_parser(sub):
+    p = sub.add_parser("docs", help="regenerate the figure tables of docs/RESULTS.md and "
+                       "docs/EXPERIMENTS.md from tests/perf/baseline.json and docs/data/")
+    p.add_argument("--check", action="store_true", help="regenerate in memory; exit 1 when "
+                   "the docs differ or a stamp names a dirty tree")
+    p.set_defaults(func=main)
+    return p
