@@ -135,24 +135,29 @@ def gen_seed(ident):
     def gen(root, problems):
         exp = ex.EXPERIMENTS[ident]
         parts = []
-        for mode, icount in MODES:
-            path = os.path.join(root, DATA_DIR, ex.data_name(ident, icount))
+        modes = [(mode, icount, None) for mode, icount in MODES] + \
+            [("model " + p, True, p) for p in runner.model_profiles(root)]
+        for mode, icount, model in modes:
+            path = os.path.join(root, DATA_DIR, ex.data_name(ident, icount, model=model))
             if not os.path.exists(path):
-                problems.append("%s: missing (run `make seeds`)" % os.path.relpath(path, root))
-                parts.append("**%s**: no saved run (`make seeds` writes `%s`)." % (
-                    mode, os.path.relpath(path, root)))
+                how = "make seeds MODEL=%s" % model if model else "make seeds"
+                problems.append("%s: missing (run `%s`)" % (os.path.relpath(path, root), how))
+                parts.append("**%s**: no saved run (`%s` writes `%s`)." % (
+                    mode, how, os.path.relpath(path, root)))
                 continue
             parts.append(seed_block(exp, _load(path), icount, problems,
-                                    os.path.relpath(path, root)))
+                                    os.path.relpath(path, root), model=model))
         return "\n\n".join(parts)
     return gen
 
 
-def seed_block(exp, s, icount, problems, path):
+def seed_block(exp, s, icount, problems, path, model=None):
     m = s.get("machine") or {}
     results = ex.selected(exp, s.get("results", []))
-    cmd = "tools/baremm experiment %s%s" % (exp.id, " --icount" if icount else "")
+    cmd = "tools/baremm experiment %s%s" % (exp.id, " --model " + model if model else
+                                            " --icount" if icount else "")
     out = ["**%s** (`%s`; %s; boot `%s`, %d CPU%s; data `%s`):" % (
+        "Cost model, profile %s (model cycles)" % model if model else
         "Deterministic mode (icount)" if icount else "TCG", cmd,
         _stamp(m.get("build"), problems, path), "`, `".join(s.get("cmdlines", [])),
         s.get("smp", 0), "" if s.get("smp") == 1 else "s", path)]
@@ -164,7 +169,7 @@ def seed_block(exp, s, icount, problems, path):
     for head, rows in ex.event_tables(exp, results):
         out.append("Events per operation, `%s`:\n\n%s" % (head[0], md_table(
             ["event"] + ["`%s`" % h for h in head[1:]], rows)))
-    v = ex.Analysis(exp, results, icount, m).verdict()
+    v = ex.Analysis(exp, results, icount, m, model=model).verdict()
     out.append("Verdict: **%s**. %s" % (v["agree"], v["text"]))
     return "\n\n".join(out)
 

@@ -74,7 +74,11 @@ class Claim:
             s += ", %s time per operation" % pct_s(self.pct())
         return s + ")"
 
-    def applies(self, icount):
+    def applies(self, icount, model=None):
+        """Under the cost model a claim about time is judged (the model prices cycles);
+        a claim meant for instruction counts only is not."""
+        if model:
+            return "model" in self.modes or "tcg" in self.modes
         return ("icount" if icount else "tcg") in self.modes
 
 
@@ -204,10 +208,11 @@ def load_linux_ref(path=LINUX_REF):
     return _linux_cache[path]
 
 
-def linux_cost(lc, r_base, ref=None):
-    """(cost per op, formula text) of LinuxCost lc with counts from the base result."""
+def linux_cost(lc, r_base, ref=None, s=None):
+    """(cost per op, formula text) of LinuxCost lc with counts from the base result, from
+    reference set s (default: the instruction-count set)."""
     ref = ref or load_linux_ref()
-    figs = ref["sets"][ref["reference_set"]]["figures"]
+    figs = (s or ref["sets"][ref["reference_set"]])["figures"]
     total, parts = 0.0, []
     for key, count in lc.terms:
         n = ev(r_base, count) if isinstance(count, str) else float(count)
@@ -217,16 +222,26 @@ def linux_cost(lc, r_base, ref=None):
     return total, " + ".join(parts)
 
 
-def projection(eff, lc, r_base, ref=None):
+def reference_set(ref, model=None):
+    """(name, set) of the Linux figures in the same unit as a run: the instruction counts,
+    or under the cost model the set measured with the same profile (model:<profile>)."""
+    name = "model:%s" % model if model else ref["reference_set"]
+    return name, ref["sets"].get(name)
+
+
+def projection(eff, lc, r_base, ref=None, model=None):
     """dict for the Linux projection of an effect on the figure, or dict(reason)."""
     ref = ref or load_linux_ref()
     if lc is None:
         return None
-    if eff.unit != ref["unit"]:
+    name, s = reference_set(ref, model)
+    unit = (s or {}).get("unit", ref["unit"])
+    if s is None:
+        return {"reason": "tools/linux-ref/reference.json has no %s set" % name}
+    if eff.unit != unit:
         return {"reason": "the Linux reference figures are %s (%s) and this run measured %s"
-                % (ref["unit"], ref["mode"], eff.unit)}
-    cost, formula = linux_cost(lc, r_base, ref)
-    s = ref["sets"][ref["reference_set"]]
+                % (unit, ref["mode"], eff.unit)}
+    cost, formula = linux_cost(lc, r_base, ref, s)
     return {"linux_cost": cost, "formula": formula, "ratio": eff.base / cost,
             "pct": 100.0 * eff.delta / cost, "pct_lo": 100.0 * eff.lo / cost,
             "pct_hi": 100.0 * eff.hi / cost, "command": s["command"], "cpu": s["cpu"],
@@ -281,7 +296,7 @@ def decide(exp, groups, icount, model=None):
     th = exp.thread
     judged, claims_out = [], []
     for c in th.claims:
-        if not c.applies(icount):
+        if not c.applies(icount, model):
             continue
         for (bench, metric, cpus), byv in groups:
             case = case_of(metric)
@@ -312,7 +327,7 @@ def decide(exp, groups, icount, model=None):
         if ra is None or rb is None:
             continue
         e = effect_of(ra, rb, "time", unit_of(ra, icount))
-        p = projection(e, exp.linux, ra)
+        p = projection(e, exp.linux, ra, model=model)
         linux_out.append({"case": case_of(metric), "cpus": cpus, "base": e.base,
                           "new": e.new, "delta": e.delta, "delta_lo": e.lo,
                           "delta_hi": e.hi, "unit": e.unit, "exact": e.exact,
@@ -362,10 +377,80 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
                 evs.append("%s %s" % (e, " -> ".join(fmt_count(x) for x in xs)))
         if evs:
             out.append("Events per operation (%s): %s." % (" -> ".join(vals), ", ".join(evs)))
+    if model:
+        out.extend(model_sentences(exp, groups, model))
     out.extend(linux_sentences(exp, linux_out))
-    if icount and exp.icount_note:
+    if icount and not model and exp.icount_note:
         out.append(exp.icount_note)
     return " ".join(out)
+
+
+# The cost model's events and what each costs in the profile (docs/COSTMODEL.md): every
+# access pays its level's latency, so a miss at one level adds the next level's latency
+# minus this one's; a dTLB miss costs stlb_lat and a walk its own cycles.
+MODEL_PRICES = (
+    ("instructions", "base_cpi", None),
+    ("model_mem_access", "l1d_lat", None),
+    ("model_l1d_miss", "l2_lat", "l1d_lat"),
+    ("model_l2_miss", "llc_lat", "l2_lat"),
+    ("model_llc_miss", "mem_lat", "llc_lat"),
+    ("model_dtlb_miss", "stlb_lat", None),
+    ("model_walk_cycles", None, None),
+    ("model_atomic", "atomic", None),
+    ("model_c2c_transfer", "c2c_lat", None),
+)
+
+
+def load_profile(model):
+    from . import modelcheck, runner
+    try:
+        return modelcheck.load_profile(runner.resolve_profile(model))
+    except Exception:       # a run from a profile this checkout does not have
+        return None
+
+
+def model_breakdown(ra, rb, prof):
+    """[(what, count a, count b, cycles of the change)] for the modelled costs that moved,
+    largest first, and the model-cycle difference they leave unexplained."""
+    rows, explained = [], 0.0
+    for name, price, minus in MODEL_PRICES:
+        a = ra.get("instructions") if name == "instructions" else ev(ra, name)
+        b = rb.get("instructions") if name == "instructions" else ev(rb, name)
+        if a is None or b is None:
+            continue
+        if price is None:
+            unit_cost = 1.0
+        elif price not in prof:
+            continue
+        else:
+            unit_cost = prof[price] - (prof[minus] if minus else 0.0)
+        cyc = (b - a) * unit_cost
+        explained += cyc
+        if abs(cyc) >= 0.005 * max(1.0, abs(rb["median"] - ra["median"])):
+            rows.append((name.replace("model_", ""), a, b, cyc))
+    rows.sort(key=lambda r: -abs(r[3]))
+    return rows, (rb["median"] - ra["median"]) - explained
+
+
+def model_sentences(exp, groups, model):
+    """The model's counts per operation that explain a model-cycle difference."""
+    prof = load_profile(model)
+    out = []
+    for (bench, metric, cpus), byv in groups[:1]:
+        ra, rb = byv.get(exp.cost[0]), byv.get(exp.cost[1])
+        if ra is None or rb is None or prof is None:
+            continue
+        rows, rest = model_breakdown(ra, rb, prof)
+        parts = ["%s %s -> %s (%s cycles)" % (w, fmt_count(round(a, 4)), fmt_count(round(b, 4)),
+                                               num_s(c)) for w, a, b, c in rows[:6]]
+        out.append("What the model charges per operation, %s -> %s, priced with profile %s: "
+                   "%s; the rest of the %s-cycle difference (%s) is fences, serialising "
+                   "instructions, interrupts and waits." % (
+                       exp.cost[0], exp.cost[1], model, "; ".join(parts) or "nothing moved",
+                       num_s(rb["median"] - ra["median"]), num_s(rest)))
+    if exp.model_note:
+        out.append("Not modelled, and relevant here: %s" % exp.model_note)
+    return out
 
 
 def linux_sentences(exp, linux_out):
