@@ -47,6 +47,12 @@ class Experiment:
     timeout: int = 600
     icount_timeout: int = 900
     alt: Optional[dict] = None      # overrides for the second-opinion benchmark
+    # under the cost model CPUs interact in modelled time (issue 11), so the seeds run
+    # at their threads' scale there: model_smp CPUs (None: smp), every one taking part
+    # (model_extra; None: extra), with model_mem (None: mem)
+    model_smp: Optional[int] = None
+    model_extra: Optional[str] = None
+    model_mem: Optional[str] = None
 
     def __post_init__(self):
         object.__setattr__(self, "values", tuple(self.values))
@@ -66,10 +72,13 @@ class Experiment:
         kw["title"] = "%s (second opinion: %s)" % (self.title, kw["bench"])
         return replace(self, **kw)
 
-    def cmdlines(self, runs=None, icount=False):
+    def cmdlines(self, runs=None, icount=False, model=False):
         """[(value or None, cmdline)]: one entry per boot."""
-        extra = self.icount_extra if icount and self.icount_extra is not None \
-            else self.extra
+        if model:
+            extra = self.model_extra if self.model_extra is not None else self.extra
+        else:
+            extra = self.icount_extra if icount and self.icount_extra is not None \
+                else self.extra
         words = ["bench=" + self.bench]
         if extra:
             words.append(extra)
@@ -257,6 +266,7 @@ EXPERIMENTS = {
                    "model (docs/COSTMODEL.md), which prices them from the profile.",
         key_events=("fault_shared", "rmap_remove", "force_flush", "gather_flush",
                     "flush_req", "flush_ipi", "ipi_sent", "invlpg", "full_flush"),
+        model_smp=16,   # the thread's 16 threads
         alt={"bench": "vm.page_fault3", "extra": "vm_mode=threads"}),
     "002": Experiment(
         "002", "sparse page tables, fork+exit: tables freed after the flush vs after RCU",
@@ -312,6 +322,8 @@ EXPERIMENTS = {
         key_events=("alloc_pcp", "free_pcp", "pcp_refill", "free_bulk", "pb_lookup",
                     "zone_lock", "zone_contended"),
         icount_extra="bench_cpus=1",
+        model_smp=16,   # every CPU on the zone lock (the thread: about 100 CPUs)
+        model_mem="1G",  # 16 CPUs x 10000 pages in flight = 625 MiB
         alt={"bench": "alloc.bulk_resident"}),
     "004": Experiment(
         "004", "anonymous memory initialised by zero page / memset / reference page",
@@ -401,11 +413,12 @@ def run_one(exp, a, top, out=sys.stdout):
     model = getattr(a, "model", None)
     icount = bool(a.icount or model)
     boots = []
-    cls = exp.cmdlines(runs=a.runs, icount=icount)
-    smp = a.smp or exp.smp
+    cls = exp.cmdlines(runs=a.runs, icount=icount, model=bool(model))
+    smp = a.smp or (model and exp.model_smp) or exp.smp
+    mem = a.mem or (model and exp.model_mem) or exp.mem
     for value, cmdline in cls:
         name = "seed%s%s" % (exp.id, "-" + runner.safe_name(value) if value else "")
-        cfg = {"cmdline": cmdline, "smp": smp, "mem": a.mem or exp.mem, "cpu": "max",
+        cfg = {"cmdline": cmdline, "smp": smp, "mem": mem, "cpu": "max",
                "firmware": "bios", "accel": a.accel, "icount": icount, "model": model,
                "timeout": a.timeout or (exp.icount_timeout if icount else exp.timeout)}
         d = runner.new_dir(top, name)
