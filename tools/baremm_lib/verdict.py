@@ -385,20 +385,17 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
     return " ".join(out)
 
 
-# The cost model's events and what each costs in the profile (docs/COSTMODEL.md): every
-# access pays its level's latency, so a miss at one level adds the next level's latency
-# minus this one's; a dTLB miss costs stlb_lat and a walk its own cycles.
-MODEL_PRICES = (
-    ("instructions", "base_cpi", None),
-    ("model_mem_access", "l1d_lat", None),
-    ("model_l1d_miss", "l2_lat", "l1d_lat"),
-    ("model_l2_miss", "llc_lat", "l2_lat"),
-    ("model_llc_miss", "mem_lat", "llc_lat"),
-    ("model_dtlb_miss", "stlb_lat", None),
-    ("model_walk_cycles", None, None),
-    ("model_atomic", "atomic", None),
-    ("model_c2c_transfer", "c2c_lat", None),
-)
+# The parts of a model-cycle figure (docs/COSTMODEL.md): instructions at base_cpi, the
+# latency of every access (cache levels and transfers between CPUs), TLB misses and walks,
+# rep-string lines, and waits; what is left is fixed penalties (atomics, serialising
+# instructions, fences, interrupts, pause, hlt, I/O).
+MODEL_PARTS = (("instructions", None), ("cache and transfer latency", "model_cyc_cache"),
+               ("TLB misses and walks", "model_cyc_tlb"), ("rep-string lines", "model_cyc_rep"),
+               ("waits for other CPUs", "model_wait_cycles"))
+# The counts quoted beside them, when they move.
+MODEL_COUNTS = ("model_l1d_miss", "model_l2_miss", "model_llc_miss", "model_c2c_transfer",
+                "model_dtlb_miss", "model_walk", "model_atomic", "model_serialise",
+                "model_fence", "model_iret")
 
 
 def load_profile(model):
@@ -409,45 +406,41 @@ def load_profile(model):
         return None
 
 
-def model_breakdown(ra, rb, prof):
-    """[(what, count a, count b, cycles of the change)] for the modelled costs that moved,
-    largest first, and the model-cycle difference they leave unexplained."""
-    rows, explained = [], 0.0
-    for name, price, minus in MODEL_PRICES:
-        a = ra.get("instructions") if name == "instructions" else ev(ra, name)
-        b = rb.get("instructions") if name == "instructions" else ev(rb, name)
-        if a is None or b is None:
-            continue
-        if price is None:
-            unit_cost = 1.0
-        elif price not in prof:
-            continue
+def model_breakdown(ra, rb, base_cpi):
+    """[(part, cycles a, cycles b)] of the two figures' model cycles per operation, the
+    fixed penalties last (what the parts above leave of the median)."""
+    rows = []
+    for what, name in MODEL_PARTS:
+        if name is None:
+            a = (ra.get("instructions") or 0.0) * base_cpi
+            b = (rb.get("instructions") or 0.0) * base_cpi
         else:
-            unit_cost = prof[price] - (prof[minus] if minus else 0.0)
-        cyc = (b - a) * unit_cost
-        explained += cyc
-        if abs(cyc) >= 0.005 * max(1.0, abs(rb["median"] - ra["median"])):
-            rows.append((name.replace("model_", ""), a, b, cyc))
-    rows.sort(key=lambda r: -abs(r[3]))
-    return rows, (rb["median"] - ra["median"]) - explained
+            a, b = ev(ra, name), ev(rb, name)
+        rows.append((what, a, b))
+    rows.append(("fixed penalties", ra["median"] - sum(r[1] for r in rows),
+                 rb["median"] - sum(r[2] for r in rows)))
+    return rows
 
 
 def model_sentences(exp, groups, model):
-    """The model's counts per operation that explain a model-cycle difference."""
+    """Where the model's cycles per operation went, and the counts that moved."""
     prof = load_profile(model)
     out = []
     for (bench, metric, cpus), byv in groups[:1]:
         ra, rb = byv.get(exp.cost[0]), byv.get(exp.cost[1])
         if ra is None or rb is None or prof is None:
             continue
-        rows, rest = model_breakdown(ra, rb, prof)
-        parts = ["%s %s -> %s (%s cycles)" % (w, fmt_count(round(a, 4)), fmt_count(round(b, 4)),
-                                               num_s(c)) for w, a, b, c in rows[:6]]
-        out.append("What the model charges per operation, %s -> %s, priced with profile %s: "
-                   "%s; the rest of the %s-cycle difference (%s) is fences, serialising "
-                   "instructions, interrupts and waits." % (
-                       exp.cost[0], exp.cost[1], model, "; ".join(parts) or "nothing moved",
-                       num_s(rb["median"] - ra["median"]), num_s(rest)))
+        rows = model_breakdown(ra, rb, prof["base_cpi"])
+        moved = sorted(rows, key=lambda r: -abs(r[2] - r[1]))
+        parts = ["%s %s -> %s (%s)" % (w, num(a), num(b), num_s(b - a))
+                 for w, a, b in moved if abs(b - a) >= 0.005 * max(1.0, abs(rb["median"]
+                                                                          - ra["median"]))]
+        counts = ["%s %s -> %s" % (n.replace("model_", ""), fmt_count(round(ev(ra, n), 4)),
+                                   fmt_count(round(ev(rb, n), 4)))
+                  for n in MODEL_COUNTS if abs(ev(rb, n) - ev(ra, n)) >= 0.01]
+        out.append("Where the model's cycles per operation went, %s -> %s (profile %s): %s%s."
+                   % (exp.cost[0], exp.cost[1], model, "; ".join(parts) or "nothing moved",
+                      "; counts per operation: " + ", ".join(counts) if counts else ""))
     if exp.model_note:
         out.append("Not modelled, and relevant here: %s" % exp.model_note)
     return out
