@@ -129,6 +129,47 @@ def gen_linux(root, problems):
          "baremm", "baremm / Linux", "baremm / Linux -erms"], rows, left=2)
 
 
+def gen_linux_model(root, problems):
+    """The same rows in model cycles: Linux and baremm booted under the cost model with
+    the same profile (reference.json sets model:<profile>, baseline-model-<profile>.json)."""
+    ref = _load(os.path.join(root, "tools", "linux-ref", "reference.json"))
+    out = []
+    for prof in runner.model_profiles(root):
+        lset = ref["sets"].get("model:" + prof)
+        bpath = os.path.join(root, perfcheck.model_baseline(prof))
+        if lset is None or not os.path.exists(bpath):
+            problems.append("linux-vs-baremm-model: no %s for profile %s" % (
+                "model:%s set in tools/linux-ref/reference.json" % prof if lset is None
+                else perfcheck.model_baseline(prof), prof))
+            out.append("**%s**: not measured (`tools/linux-ref/run.sh boot 1 model:%s all`, "
+                       "`tools/baremm perf-check --update --model %s --only vm-1cpu`)."
+                       % (prof, prof, prof))
+            continue
+        b = _load(bpath)
+        g = b.get("git", {})
+        build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
+        rows = []
+        for what, key, ours in LINUX_ROWS:
+            lm = lset["figures"].get(key)
+            o = b["figures"].get(ours) if ours else None
+            if ours and o is None:
+                problems.append("linux-vs-baremm-model: %s is not in %s" % (ours, bpath))
+            if lm is None:
+                continue
+            om = o["median"] if o else None
+            instr = ref["sets"][ref["reference_set"]]["figures"].get(key)
+            rows.append([what, "`%s`" % key, _num(lm), "%.2f" % (lm / instr) if instr else "-",
+                         "`%s` %s" % (ours.split(": ", 1)[1], _num(om)) if o else "-",
+                         "**%.2f**" % (om / lm) if o else "-"])
+        out.append("**Profile %s.** Linux: `%s`. baremm: `%s`, %s. Unit: model cycles per "
+                   "operation." % (prof, lset["command"], perfcheck.model_baseline(prof),
+                                   _stamp(build, problems, perfcheck.model_baseline(prof))))
+        out.append(md_table(["work (op)", "Linux figure", "Linux, model cycles",
+                             "Linux cycles per -erms instruction", "baremm, model cycles",
+                             "baremm / Linux"], rows, left=2))
+    return "\n\n".join(out)
+
+
 # ---------------------------------------------------------------- EXPERIMENTS.md
 
 def gen_seed(ident):
@@ -178,7 +219,8 @@ def seed_block(exp, s, icount, problems, path, model=None):
 
 FILES = {
     os.path.join("docs", "RESULTS.md"): (("perf-baseline", gen_baseline),
-                                        ("linux-vs-baremm", gen_linux)),
+                                        ("linux-vs-baremm", gen_linux),
+                                        ("linux-vs-baremm-model", gen_linux_model)),
     os.path.join("docs", "EXPERIMENTS.md"): tuple(("seed-%s" % i, gen_seed(i))
                                                   for i in ex.ORDER),
 }
