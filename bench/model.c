@@ -23,6 +23,10 @@
 #include "mm/mm.h"
 #include "mm/tlbflush.h"
 #include "mm/page_alloc.h"
+#include "kernel/smp.h"
+#include "kernel/percpu.h"
+#include "kernel/atomic.h"
+#include "arch/x86_64/irqflags.h"
 
 /* ---- model.pointer_chase ---- */
 
@@ -290,4 +294,111 @@ DEFINE_BENCH(model_cr3_global) {
 	.desc = "CR3 reload then a load of a global (global:1) or non-global (global:0) page: only the latter walks",
 	.runs = 3, .iters = 4096, BENCH_PARAMS("global", 0, 1), .metric = "load",
 	.setup = one_page_setup, .run = cr3_body, .teardown = tm_teardown,
+};
+
+/* ---- known answers across CPUs (issue 11; checked by tools/baremm_lib/modelcheck_smp.py) ----
+ *
+ * Named modelsmp.* (not model.*) so that bench=model.* still runs on one CPU.
+ *
+ *   modelsmp.line_pingpong   CPUs 0 and 1 (parallel) hand one cache line back and forth:
+ *                            CPU 0 stores an odd value and spins (pause) until CPU 1 has
+ *                            stored the next even one. One op = one round trip, on each
+ *                            CPU. Under the model: per round trip two core-to-core
+ *                            transfers (each CPU's load of the line the other stored) and
+ *                            two RFOs (each store invalidates the other's shared copy).
+ *   modelsmp.ipi_roundtrip   CPU 0 sends CPU 1 (halted, idle) an asynchronous call whose
+ *                            function sends an asynchronous call back to CPU 0, which
+ *                            halts until its own handler has run it. One op = one round
+ *                            trip = two IPIs, each with an interrupt entry and exit.
+ */
+
+static u64 pp_line[8] __aligned(64);
+static u64 pp_calls[2];
+
+static int pp_setup(struct bench_ctx *ctx)
+{
+	(void)ctx;
+	WRITE_ONCE(pp_line[0], 0);
+	pp_calls[0] = pp_calls[1] = 0;
+	return 0;
+}
+
+static void pp_body(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	unsigned me = smp_processor_id();
+	if (me > 1) {	/* only CPUs 0 and 1 take part (bench_cpus=2 is the default) */
+		s->cycles = 0;
+		s->ops = 0;
+		return;
+	}
+	u64 base = pp_calls[me]++ * 2 * ctx->iters;
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++) {
+		u64 mine = base + 2 * i + 1 + me, want = me ? mine - 1 : mine + 1;
+		if (me) {
+			while (READ_ONCE(pp_line[0]) != want)
+				cpu_relax();
+			WRITE_ONCE(pp_line[0], mine);
+		} else {
+			WRITE_ONCE(pp_line[0], mine);
+			while (READ_ONCE(pp_line[0]) != want)
+				cpu_relax();
+		}
+	}
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(modelsmp_line_pingpong) {
+	.name = "modelsmp.line_pingpong",
+	.desc = "two CPUs hand one cache line back and forth (store, spin on the other's store): one op = one round trip",
+	.reads = "",
+	.min_cpus = 2, .def_cpus = 2,
+	.runs = 5, .warmup = 1, .iters = 200,
+	.parallel = true,
+	.metric = "roundtrip", .unit = "cycles",
+	.suite = BENCH_FULL,
+	.setup = pp_setup, .run = pp_body,
+};
+
+static volatile u64 ipi_rt_done;
+
+static void ipi_rt_back(void *info)
+{
+	(void)info;
+	WRITE_ONCE(ipi_rt_done, READ_ONCE(ipi_rt_done) + 1);	/* runs on CPU 0, in its handler */
+}
+
+static void ipi_rt_there(void *info)
+{
+	(void)info;
+	smp_call_function_single(0, ipi_rt_back, NULL, false);	/* runs on CPU 1 */
+}
+
+static void ipi_rt_body(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++) {
+		u64 want = READ_ONCE(ipi_rt_done) + 1;
+		local_irq_disable();
+		smp_call_function_single(1, ipi_rt_there, NULL, false);
+		while (READ_ONCE(ipi_rt_done) != want) {
+			safe_halt();	/* sti; hlt: the call back wakes us */
+			local_irq_disable();
+		}
+		local_irq_enable();
+	}
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(modelsmp_ipi_roundtrip) {
+	.name = "modelsmp.ipi_roundtrip",
+	.desc = "CPU 0 -> CPU 1 -> CPU 0 by two asynchronous calls, CPU 0 halted in between: one op = two IPIs",
+	.reads = "",
+	.min_cpus = 2, .def_cpus = 2,
+	.runs = 5, .warmup = 1, .iters = 200,
+	.metric = "roundtrip", .unit = "cycles",
+	.suite = BENCH_FULL,
+	.run = ipi_rt_body,
 };

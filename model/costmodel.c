@@ -29,13 +29,20 @@ enum {
 	EV_L1D_MISS, EV_L2_MISS, EV_LLC_MISS, EV_DTLB_MISS, EV_STLB_MISS, EV_WALK, EV_WALK_CYCLES,
 	EV_ATOMIC, EV_SERIALISE, EV_IRET, EV_REP_LINES, EV_WALK_FAIL, EV_COH_INVAL, EV_INVLPG,
 	EV_CR3_WRITE, EV_TLB_FLUSH_ALL, EV_FENCE, EV_PAUSE, EV_HLT, EV_IO, EV_MEM_ACCESS,
+	/* across CPUs (docs/COSTMODEL.md, "Across CPUs") */
+	EV_C2C, EV_C2C_REMOTE, EV_RFO_INVAL, EV_WAIT, EV_WAIT_CYCLES, EV_IPI_SENT, EV_IPI_WAIT_CYCLES,
+	/* where the memory cycles went, so a figure's difference can be taken apart */
+	EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP,
 	NR_MEV
 };
 static const char *const ev_names[NR_MEV] = {
 	"l1d_miss", "l2_miss", "llc_miss", "dtlb_miss", "stlb_miss", "walk", "walk_cycles",
 	"atomic", "serialise", "iret", "rep_lines", "walk_fail", "coh_inval", "invlpg",
 	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
+	"c2c_transfer", "c2c_remote", "rfo_inval", "wait", "wait_cycles", "ipi_sent", "ipi_wait_cycles",
+	"cyc_cache", "cyc_tlb", "cyc_rep",
 };
+_Static_assert(NR_MEV <= 32, "tb_counts.evmask has 32 bits");
 
 /* What one translation block (or the tail of one after a marker) adds when it runs. */
 struct tb_counts {
@@ -80,6 +87,16 @@ struct vcpu {
 	bool cr3_known, cr4_known, cr0_known;
 	u64 cr3, cr4, cr0;
 	bool paging;		/* CR0.PG and CR4.PAE: 4-level translation is modelled */
+	/* across CPUs (multi only) */
+	int64_t adj;		/* clock correction x100: waits and IPIs move the clock, see wake_to() */
+	bool waiting;		/* after a pause: nothing is charged until wake_to() */
+	u64 wait_clock;		/* x100: the clock at the last load before the pause */
+	u64 wait_seq;		/* store_seq at that load: stores after it wake the CPU */
+	u64 wait_ev[NR_MEV];	/* events at the wait's start (restored at the wake) */
+	u64 ld_clock, ld_seq;	/* clock x100 and store_seq at this CPU's latest load */
+	bool ipi_pending;	/* an IPI was sent to this CPU and not taken yet */
+	u32 xapic_icr_hi;	/* the last value this CPU stored to the xAPIC ICR high */
+	u64 ipi_at;		/* x100: its earliest start (send + ipi_latency) */
 	/* timed regions */
 	bool in_region;
 	u64 r_clock, r_ev[NR_MEV];
@@ -228,6 +245,8 @@ static inline unsigned cur(unsigned vi)
 
 /* ---- the clock ---- */
 
+static void take_ipi(unsigned vi);
+
 static void tb_exec_cb(unsigned vi, void *ud)
 {
 	const struct tb_counts *c = ud;
@@ -238,6 +257,8 @@ static void tb_exec_cb(unsigned vi, void *ud)
 			switches++;
 		}
 		vi = r;
+		if (vcpus[vi].ipi_pending)
+			take_ipi(vi);
 	}
 	struct vcpu *v = &vcpus[vi];
 	v->insns += c->insns;
@@ -257,7 +278,7 @@ static u64 clock_of(unsigned vi, const struct tb_counts *tail)
 		insns -= tail->insns;
 		pen -= tail->pen;
 	}
-	return insns * P.base_cpi_x100 + (pen + v->cyc) * 100;
+	return insns * P.base_cpi_x100 + (pen + v->cyc) * 100 + (u64)v->adj;
 }
 
 static void events_of(unsigned vi, u64 ev[NR_MEV], const struct tb_counts *tail)
@@ -334,32 +355,8 @@ static u64 translate(struct vcpu *v, unsigned vi, u64 va)
 	return cost;
 }
 
-/* The cache part of one access; a store invalidates the line in the other CPUs' private
- * caches (write-invalidate coherence). Returns cycles. */
-static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access)
+static u64 level_lat(struct vcpu *v, int lvl)
 {
-	if (count_access)
-		v->ev[EV_MEM_ACCESS]++;
-	/* no other CPU ran since this CPU's store to the same line: nobody can have it */
-	if (store && multi && (line != v->inval_line || switches != v->inval_epoch)) {
-		v->inval_line = line;
-		v->inval_epoch = switches;
-		for (unsigned o = 0; o < max_vcpus; o++) {
-			struct vcpu *w = &vcpus[o];
-			if (o == vi || !w->live)
-				continue;
-			bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
-			if (a || b) {
-				v->ev[EV_COH_INVAL]++;
-				if (w->last_line == line)
-					w->last_line = ~0ull;
-			}
-		}
-	}
-	if (line == v->last_line)
-		return P.l1d_lat;
-	int lvl = hier_access(&v->h, line);
-	v->last_line = line;
 	switch (lvl) {
 	case LVL_L1:
 		return P.l1d_lat;
@@ -375,6 +372,276 @@ static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool cou
 		v->ev[EV_L2_MISS]++;
 		v->ev[EV_LLC_MISS]++;
 		return P.mem_lat;
+	}
+}
+
+/* ---- across CPUs: a directory of modified lines, waits, IPIs (docs/COSTMODEL.md) ----
+ *
+ * Per line the directory keeps its modified owner (the last CPU that stored it, until
+ * another CPU reads it or the owner's private caches drop it) and the last store: which
+ * CPU, its clock then, and the store's place in the global order of stores (store_seq).
+ * Sharers are the CPUs whose private L1d/L2 hold the line. The table is direct-mapped by
+ * a hash of the line number: a line whose slot another line took is treated as modified
+ * nowhere (deterministic, and rare among the few hot shared lines).
+ */
+struct dent {
+	u64 tag;	/* line + 1; 0 = empty */
+	u64 wclock;	/* x100: the writer's clock at the last store */
+	u64 seq;	/* store_seq of the last store */
+	u16 owner;	/* modified owner's slot + 1; 0 = clean (shared or nowhere) */
+	u16 writer;	/* slot of the last store's CPU */
+};
+#define DIR_BITS 22
+static struct dent *dir;
+static u64 store_seq;
+
+static inline struct dent *dir_get(u64 line, bool create)
+{
+	struct dent *d = &dir[(line * 0x9E3779B97F4A7C15ull) >> (64 - DIR_BITS)];
+	if (d->tag == line + 1)
+		return d;
+	if (!create)
+		return NULL;
+	memset(d, 0, sizeof(*d));
+	d->tag = line + 1;
+	return d;
+}
+
+static inline unsigned socket_of(unsigned slot)
+{
+	return (unsigned)((slot / P.cores_per_socket) % P.sockets);
+}
+
+/* A line another CPU (o) holds modified, brought to CPU vi. */
+static u64 c2c_price(struct vcpu *v, unsigned vi, unsigned o)
+{
+	v->ev[EV_C2C]++;
+	if (socket_of(vi) != socket_of(o)) {
+		v->ev[EV_C2C_REMOTE]++;
+		return P.c2c_remote_lat;
+	}
+	return P.c2c_lat;
+}
+
+static inline bool holds(unsigned o, u64 line)
+{
+	struct vcpu *w = &vcpus[o];
+	return w->live && (w->last_line == line || cache_contains(&w->l1, line) || cache_contains(&w->l2, line));
+}
+
+/* The clock a CPU's actions happen at: while it waits, the clock at the wait's start. */
+static inline u64 eff_clock(unsigned vi)
+{
+	struct vcpu *v = &vcpus[vi];
+	return v->waiting ? v->wait_clock : clock_of(vi, NULL);
+}
+
+/* Sets the clock (x100) to t from now on, through the correction term. */
+static void clock_set(unsigned vi, u64 t)
+{
+	vcpus[vi].adj += (int64_t)t - (int64_t)clock_of(vi, NULL);
+}
+
+/* Ends a wait, first step: the events go back to their values at the wait's start (the
+ * spin's own instructions, accesses and pauses are not counted). */
+static inline void wait_events_back(struct vcpu *v)
+{
+	memcpy(v->ev, v->wait_ev, sizeof(v->ev));
+	v->waiting = false;
+}
+
+/* Ends a wait, second step: the clock becomes max(clock at the wait, t) + cost. */
+static void wake_to(unsigned vi, u64 t, u64 cost)
+{
+	struct vcpu *v = &vcpus[vi];
+	u64 c = (t > v->wait_clock ? t : v->wait_clock) + cost * 100;
+	v->ev[EV_WAIT]++;
+	v->ev[EV_WAIT_CYCLES] += (c - v->wait_clock) / 100;
+	clock_set(vi, c);
+}
+
+/* The running CPU takes the interrupt of an IPI sent to it: the handler cannot start
+ * before the sender's ICR write + ipi_latency (a halted CPU's clock has not moved since
+ * its HLT; a waiting one's stands at its wait's start). */
+static void take_ipi(unsigned vi)
+{
+	struct vcpu *v = &vcpus[vi];
+	v->ipi_pending = false;
+	u64 now;
+	if (v->waiting) {
+		wait_events_back(v);
+		now = v->wait_clock;
+		clock_set(vi, now);
+	} else {
+		now = clock_of(vi, NULL);
+	}
+	if (v->ipi_at > now) {
+		v->ev[EV_IPI_WAIT_CYCLES] += (v->ipi_at - now) / 100;
+		clock_set(vi, v->ipi_at);
+	}
+}
+
+/* The cache part of one access with several vCPUs: MESI-like through the directory. A
+ * load of a line another CPU holds modified pays a core-to-core transfer and leaves the
+ * line shared; a store invalidates the other copies, paying the transfer when another
+ * CPU held the line modified, an RFO (at least the LLC's latency) when others only shared
+ * it. A waiting CPU wakes at a load of a line another CPU stored after the wait began. */
+static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
+{
+	if (!store) {
+		if (!v->waiting) {
+			v->ld_clock = clock_of(vi, NULL);
+			v->ld_seq = store_seq;
+		}
+		if (line == v->last_line)
+			return P.l1d_lat;
+		int lvl = hier_access(&v->h, line);
+		v->last_line = line;
+		struct dent *d = lvl >= LVL_LLC ? dir_get(line, false) : NULL;
+		if (!d)
+			return level_lat(v, lvl);
+		bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
+		if (wake)
+			wait_events_back(v);
+		u64 cost = level_lat(v, lvl);
+		unsigned o = d->owner ? d->owner - 1u : vi;
+		if (o != vi && holds(o, line))
+			cost = c2c_price(v, vi, o);
+		d->owner = 0;	/* shared now (the owner keeps its copy) */
+		if (!wake)
+			return cost;
+		wake_to(vi, d->wclock, cost);
+		return 0;	/* the transfer is in the clock already */
+	}
+	struct dent *d = dir_get(line, true);
+	unsigned o = d->owner ? d->owner - 1u : vi;
+	bool remote_m = o != vi && holds(o, line);
+	bool shared = false;
+	/* no other CPU ran since this CPU's last store to the same line: nobody can have it */
+	if (line != v->inval_line || switches != v->inval_epoch) {
+		v->inval_line = line;
+		v->inval_epoch = switches;
+		for (unsigned k = 0; k < max_vcpus; k++) {
+			struct vcpu *w = &vcpus[k];
+			if (k == vi || !w->live)
+				continue;
+			bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
+			if (a || b || w->last_line == line) {
+				shared = true;
+				v->ev[EV_COH_INVAL]++;
+				if (w->last_line == line)
+					w->last_line = ~0ull;
+			}
+		}
+	}
+	if (v->waiting && (remote_m || shared)) {
+		/* a store to a line other CPUs hold: the CPU has stopped spinning */
+		wait_events_back(v);
+		wake_to(vi, 0, 0);
+	}
+	u64 cost;
+	if (line == v->last_line) {
+		cost = P.l1d_lat;
+	} else {
+		int lvl = hier_access(&v->h, line);
+		v->last_line = line;
+		cost = level_lat(v, lvl);
+	}
+	if (remote_m) {
+		cost = c2c_price(v, vi, o);
+	} else if (shared) {
+		v->ev[EV_RFO_INVAL]++;
+		if (cost < P.llc_lat)
+			cost = P.llc_lat;
+	}
+	d->owner = (u16)(vi + 1);
+	d->writer = (u16)vi;
+	d->seq = ++store_seq;
+	d->wclock = eff_clock(vi);
+	return cost;
+}
+
+/* The cache part of one access; with one vCPU just the hierarchy. Returns cycles. */
+static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access)
+{
+	if (count_access)
+		v->ev[EV_MEM_ACCESS]++;
+	if (multi)
+		return data_line_multi(v, vi, line, store);
+	if (line == v->last_line)
+		return P.l1d_lat;
+	int lvl = hier_access(&v->h, line);
+	v->last_line = line;
+	return level_lat(v, lvl);
+}
+
+/* A wait that ends with no load that explains it (a marker, a HLT): nothing of the spin is
+ * charged. */
+static void wait_abandon(unsigned vi)
+{
+	struct vcpu *v = &vcpus[vi];
+	if (!v->waiting)
+		return;
+	wait_events_back(v);
+	clock_set(vi, v->wait_clock);
+}
+
+/* PAUSE (multi): the CPU spins. Its wait starts at its last load before the pause (the
+ * check that failed), so a figure does not depend on how many rounds of the spin QEMU's
+ * round-robin happened to run; a load that long ago (more than 2000 cycles: a pause that
+ * is no spin on memory) is not used. */
+static void pause_cb(unsigned vi, void *ud)
+{
+	(void)ud;
+	vi = cur(vi);
+	struct vcpu *v = &vcpus[vi];
+	if (v->waiting)
+		return;
+	u64 now = clock_of(vi, NULL);
+	v->waiting = true;
+	v->wait_clock = now - v->ld_clock <= 2000 * 100 ? v->ld_clock : now;
+	v->wait_seq = v->ld_seq;
+	memcpy(v->wait_ev, v->ev, sizeof(v->ev));
+}
+
+static void hlt_cb(unsigned vi, void *ud)
+{
+	(void)ud;
+	wait_abandon(cur(vi));
+}
+
+/* WRMSR (multi): an x2APIC ICR write (MSR 0x830) sends an IPI; the destination's next
+ * block (the handler, or the wake from HLT) starts no earlier than now + ipi_latency.
+ * Destination: EDX (physical x2APIC ID = slot), or the shorthand in ICR bits 18-19. */
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest);
+
+static void wrmsr_cb(unsigned vi, void *ud)
+{
+	(void)ud;
+	vi = cur(vi);
+	u64 ecx, eax, edx;
+	if (!read_reg(reg_gpr[1], &ecx) || (u32)ecx != 0x830)
+		return;
+	if (!read_reg(reg_gpr[0], &eax) || !read_reg(reg_gpr[2], &edx))
+		return;
+	send_ipi(vi, (u32)eax, (u32)edx);
+}
+
+/* An ICR write by CPU vi: icr_lo's bits 18-19 are the shorthand, dest the physical APIC
+ * ID (= slot) when there is none. */
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest)
+{
+	u64 at = eff_clock(vi) + P.ipi_latency * 100;
+	unsigned sh = (icr_lo >> 18) & 3;
+	for (unsigned t = 0; t < max_vcpus; t++) {
+		bool hit = sh == 0 ? t == dest : sh == 1 ? t == vi : sh == 2 ? true : t != vi;
+		if (!hit || !vcpus[t].live)
+			continue;
+		struct vcpu *w = &vcpus[t];
+		if (!w->ipi_pending || at < w->ipi_at)
+			w->ipi_at = at;
+		w->ipi_pending = true;
+		vcpus[vi].ev[EV_IPI_SENT]++;
 	}
 }
 
@@ -410,15 +677,27 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 	(void)ud;
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
-	u64 pa;
+	u64 pa = ~0ull;
 	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
+		/* xAPIC: a store to ICR high (0xfee00310) holds the destination, one to ICR low
+		 * (0xfee00300) sends */
+		if (multi && (pa & ~0x10ull) == 0xfee00300ull && qemu_plugin_mem_is_store(info)) {
+			qemu_plugin_mem_value mv = qemu_plugin_mem_get_value(info);
+			u32 x = mv.type == QEMU_PLUGIN_MEM_VALUE_U64 ? (u32)mv.data.u64 : mv.data.u32;
+			if (pa & 0x10)
+				v->xapic_icr_hi = x;
+			else
+				send_ipi(vi, x, v->xapic_icr_hi >> 24);
+		}
 		return;
 	}
-	u64 c = translate(v, vi, va);
-	c += data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
-	v->cyc += c;
+	u64 t = translate(v, vi, va);
+	u64 d = data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
+	v->ev[EV_CYC_TLB] += t;
+	v->ev[EV_CYC_CACHE] += d;
+	v->cyc += t + d;
 }
 
 /* A rep string instruction: counted once per execution (QEMU may run its exec callback
@@ -454,10 +733,12 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 	if (!rep_filter_new(&v->rep, line))
 		return;
 	v->ev[EV_REP_LINES]++;
-	u64 c = translate(v, vi, va);
+	u64 t = translate(v, vi, va);
 	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true);
-	c += P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
-	v->cyc += c;
+	u64 r = P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
+	v->ev[EV_CYC_TLB] += t;
+	v->ev[EV_CYC_REP] += r;
+	v->cyc += t + r;
 }
 
 /* ---- TLB-changing instructions (callbacks with register access) ---- */
@@ -654,6 +935,8 @@ static void marker_cb(unsigned vi, void *ud)
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 a0 = 0, a1 = 0, a2 = 0, ev[NR_MEV];
+	if (multi)
+		wait_abandon(vi);
 	switch (cmd) {
 	case CMD_REGION_BEGIN:
 		v->in_region = true;
@@ -813,6 +1096,8 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			break;
 		case INSN_WRMSR:
 			count_penalty(c, P.wrmsr, EV_SERIALISE);
+			if (multi)
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, wrmsr_cb, QEMU_PLUGIN_CB_R_REGS, NULL);
 			break;
 		case INSN_DESC_LOAD:
 			count_penalty(c, P.serialise, EV_SERIALISE);
@@ -825,9 +1110,13 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			break;
 		case INSN_HLT:
 			count_penalty(c, P.hlt, EV_HLT);
+			if (multi)
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, hlt_cb, QEMU_PLUGIN_CB_NO_REGS, NULL);
 			break;
 		case INSN_PAUSE:
 			count_penalty(c, P.pause, EV_PAUSE);
+			if (multi)
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, pause_cb, QEMU_PLUGIN_CB_NO_REGS, NULL);
 			break;
 		case INSN_MOV_CR:
 		case INSN_INVLPG:
@@ -1020,7 +1309,9 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	}
 	multi = max_vcpus > 1;
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
-	if (!vcpus || cache_init(&llc, P.llc_kib, P.llc_ways)) {
+	if (multi)
+		dir = calloc((size_t)1 << DIR_BITS, sizeof(*dir));
+	if (!vcpus || (multi && !dir) || cache_init(&llc, P.llc_kib, P.llc_ways)) {
 		fprintf(stderr, "costmodel: out of memory\n");
 		return -1;
 	}

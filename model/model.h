@@ -33,6 +33,9 @@ struct profile {
 	u64 atomic, serialise, cpuid, wrmsr, mov_cr, invlpg, fence;
 	u64 irq_roundtrip, ipi_latency, pause, hlt;
 	u64 rep_line, rep_mem_line;
+	/* across CPUs: a line another CPU holds modified, within a socket and across sockets;
+	 * CPU n sits on socket (n / cores_per_socket) % sockets */
+	u64 c2c_lat, c2c_remote_lat, sockets, cores_per_socket;
 };
 
 /* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */

@@ -111,6 +111,28 @@ struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t info, ui
 bool qemu_plugin_hwaddr_is_io(const struct qemu_plugin_hwaddr *haddr);
 uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *haddr);
 bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t info);
+/* the value a memory access loaded or stored (QEMU 9.1+; used for xAPIC ICR writes) */
+enum qemu_plugin_mem_value_type {
+	QEMU_PLUGIN_MEM_VALUE_U8,
+	QEMU_PLUGIN_MEM_VALUE_U16,
+	QEMU_PLUGIN_MEM_VALUE_U32,
+	QEMU_PLUGIN_MEM_VALUE_U64,
+	QEMU_PLUGIN_MEM_VALUE_U128,
+};
+typedef struct {
+	enum qemu_plugin_mem_value_type type;
+	union {
+		uint8_t u8;
+		uint16_t u16;
+		uint32_t u32;
+		uint64_t u64;
+		struct {
+			uint64_t low;
+			uint64_t high;
+		} u128;
+	} data;
+} qemu_plugin_mem_value;
+qemu_plugin_mem_value qemu_plugin_mem_get_value(qemu_plugin_meminfo_t info);
 unsigned int qemu_plugin_mem_size_shift(qemu_plugin_meminfo_t info);
 
 GArray *qemu_plugin_get_registers(void);

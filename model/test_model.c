@@ -297,7 +297,8 @@ static const char good[] =
 	"stlb_entries = 1536\nstlb_ways = 12\nstlb_lat = 9\nwalk_overhead = 10\n"
 	"atomic = 18\nserialise = 100\ncpuid = 100\nwrmsr = 150\nmov_cr = 200\ninvlpg = 200\n"
 	"fence = 33\nirq_roundtrip = 1000\nipi_latency = 2000\npause = 140\nhlt = 100\n"
-	"rep_line = 2\nrep_mem_line = 13\n";
+	"rep_line = 2\nrep_mem_line = 13\n"
+	"c2c_lat = 125\nc2c_remote_lat = 340\nsockets = 2\ncores_per_socket = 28\n";
 
 static int parse_with(const char *text, char *err)
 {

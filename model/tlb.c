@@ -23,6 +23,7 @@ static int arr_init(struct tlb_array *a, u64 entries, u64 ways)
 
 int tlb_init(struct tlb *t, const struct profile *p)
 {
+	t->last_2m = false;	/* a caller's struct may be uninitialised (the host test's is on the stack) */
 	if (arr_init(&t->d4k, p->dtlb4k_entries, p->dtlb4k_ways) ||
 	    arr_init(&t->d2m, p->dtlb2m_entries, p->dtlb2m_ways) ||
 	    arr_init(&t->stlb, p->stlb_entries, p->stlb_ways)) {
