@@ -352,12 +352,8 @@ static void pp_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(modelsmp_line_pingpong) {
 	.name = "modelsmp.line_pingpong",
 	.desc = "two CPUs hand one cache line back and forth (store, spin on the other's store): one op = one round trip",
-	.reads = "",
-	.min_cpus = 2, .def_cpus = 2,
-	.runs = 5, .warmup = 1, .iters = 200,
-	.parallel = true,
-	.metric = "roundtrip", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .parallel = true,
+	.metric = "roundtrip",
 	.setup = pp_setup, .run = pp_body,
 };
 
@@ -395,10 +391,6 @@ static void ipi_rt_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(modelsmp_ipi_roundtrip) {
 	.name = "modelsmp.ipi_roundtrip",
 	.desc = "CPU 0 -> CPU 1 -> CPU 0 by two asynchronous calls, CPU 0 halted in between: one op = two IPIs",
-	.reads = "",
-	.min_cpus = 2, .def_cpus = 2,
-	.runs = 5, .warmup = 1, .iters = 200,
-	.metric = "roundtrip", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .metric = "roundtrip",
 	.run = ipi_rt_body,
 };
