@@ -143,11 +143,12 @@ docs:
 	$(PYTHON) tools/baremm docs
 
 # Deterministic-mode regression check against tests/perf/baseline.json.
+# MODEL=PROFILE: the same entries in model cycles, against tests/perf/baseline-model-PROFILE.json
 perf-check: deps $(ISO) $(QEMU_ISO)
-	$(PYTHON) tools/baremm perf-check
+	$(PYTHON) tools/baremm perf-check $(EXPERIMENT_ARGS)
 
 perf-baseline: deps $(ISO) $(QEMU_ISO)
-	$(PYTHON) tools/baremm perf-check --update
+	$(PYTHON) tools/baremm perf-check --update $(EXPERIMENT_ARGS)
 
 debug: deps $(ISO)
 	tools/debug.sh

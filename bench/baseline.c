@@ -18,93 +18,70 @@ static void empty_call(void *info)
 	(void)info;
 }
 
-static void call_single_run(struct bench_ctx *ctx, struct bench_sample *s)
+/* min_cpus 2: CPU 1 is always there */
+BENCH_OP(call_single_op, ctx)
 {
-	unsigned target = ctx->ncpus > 1 ? 1 : 0;
-	u64 t0 = bench_start();
-	for (u64 i = 0; i < ctx->iters; i++)
-		smp_call_function_single(target, empty_call, NULL, true);
-	s->cycles = bench_stop(t0);
-	s->ops = ctx->iters;
+	(void)ctx;
+	smp_call_function_single(1, empty_call, NULL, true);
 }
 
 DEFINE_BENCH(call_single) {
 	.name = "ipi.call_single",
 	.desc = "round trip of an empty synchronous cross-CPU call, CPU 0 -> CPU 1",
-	.reads = "",
-	.min_cpus = 2, .def_cpus = 2,
-	.runs = 10, .warmup = 2, .iters = 2000,
-	.metric = "roundtrip", .unit = "cycles",
-	.suite = BENCH_DEFAULT,
-	.run = call_single_run,
+	.min_cpus = 2, .def_cpus = 2, .warmup = 2, .iters = 2000,
+	.metric = "roundtrip", .suite = BENCH_DEFAULT,
+	.op = &call_single_op,
 };
 
-static void call_all_run(struct bench_ctx *ctx, struct bench_sample *s)
+static cpumask_t call_all_mask;
+
+static int call_all_setup(struct bench_ctx *ctx)
 {
-	cpumask_t mask;
-	cpumask_clear(&mask);
-	for (unsigned c = 0; c < ctx->ncpus; c++)
-		cpumask_set_cpu(c, &mask);
-	u64 t0 = bench_start();
-	for (u64 i = 0; i < ctx->iters; i++)
-		smp_call_function_many(&mask, empty_call, NULL, true);
-	s->cycles = bench_stop(t0);
-	s->ops = ctx->iters;
+	cpumask_first_n(&call_all_mask, ctx->ncpus);
+	return 0;
+}
+
+BENCH_OP(call_all_op, ctx)
+{
+	(void)ctx;
+	smp_call_function_many(&call_all_mask, empty_call, NULL, true);
 }
 
 DEFINE_BENCH(call_all) {
 	.name = "ipi.call_all",
 	.desc = "round trip of an empty synchronous call to every other CPU at once (one IPI each)",
 	.reads = "bench_cpus",
-	.min_cpus = 2, .def_cpus = 0,
-	.runs = 10, .warmup = 2, .iters = 1000,
-	.metric = "roundtrip", .unit = "cycles",
-	.suite = BENCH_DEFAULT,
-	.run = call_all_run,
+	.min_cpus = 2, .def_cpus = BENCH_ALL_CPUS, .warmup = 2,
+	.metric = "roundtrip", .suite = BENCH_DEFAULT,
+	.setup = call_all_setup, .op = &call_all_op,
 };
 
-static void tsc_run(struct bench_ctx *ctx, struct bench_sample *s)
+BENCH_OP(tsc_op, ctx)
 {
-	u64 t0 = bench_start(), x = 0;
-	for (u64 i = 0; i < ctx->iters; i++)
-		x += rdtsc();
-	s->cycles = bench_stop(t0);
-	s->ops = ctx->iters;
-	ctx->scratch[0] = x;	/* keep the reads */
+	ctx->scratch[0] += rdtsc();	/* keep the reads */
 }
 
 DEFINE_BENCH(tsc_read) {
 	.name = "time.tsc_read",
 	.desc = "cost of one unfenced RDTSC (the timer every figure rests on)",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 10, .warmup = 1, .iters = 100000,
-	.metric = "rdtsc", .unit = "cycles",
-	.suite = BENCH_DEFAULT,
-	.run = tsc_run,
+	.iters = 100000, .metric = "rdtsc", .suite = BENCH_DEFAULT,
+	.op = &tsc_op,
 };
 
-static void invlpg_run(struct bench_ctx *ctx, struct bench_sample *s)
+BENCH_OP(invlpg_op, ctx)
 {
 	/* a direct-map address of this run's scratch: the entry is live, INVLPG must drop it,
 	 * and the next touch walks the tables again */
 	volatile u64 *p = &ctx->scratch[1];
-	u64 t0 = bench_start();
-	for (u64 i = 0; i < ctx->iters; i++) {
-		invlpg((u64)p);
-		(void)*p;
-	}
-	s->cycles = bench_stop(t0);
-	s->ops = ctx->iters;
+	invlpg((u64)p);
+	(void)*p;
 }
 
 DEFINE_BENCH(invlpg) {
 	.name = "tlb.invlpg_local",
 	.desc = "INVLPG of one kernel page plus the access that refills it, on one CPU",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 10, .warmup = 1, .iters = 20000,
-	.metric = "invlpg", .unit = "cycles",
-	.suite = BENCH_DEFAULT,
-	.run = invlpg_run,
+	.iters = 20000, .metric = "invlpg", .suite = BENCH_DEFAULT,
+	.op = &invlpg_op,
 };
 
 /* tlb.cr3_reload: a user page (non-global, so a CR3 reload drops it) in an address space
@@ -160,9 +137,6 @@ DEFINE_BENCH(cr3) {
 	.name = "tlb.cr3_reload",
 	.desc = "full non-global flush by CR3 reload plus the refill of one non-global (user) "
 		"entry by one read after it, on one CPU",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 10, .warmup = 1, .iters = 20000,
-	.metric = "cr3_reload", .unit = "cycles",
-	.suite = BENCH_DEFAULT,
+	.iters = 20000, .metric = "cr3_reload", .suite = BENCH_DEFAULT,
 	.setup = cr3_setup, .run = cr3_run, .teardown = cr3_teardown,
 };

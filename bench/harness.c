@@ -70,6 +70,94 @@ static void print_fx(char *buf, size_t len, u64 x100)
 	snprintf(buf, len, "%lu.%02lu", (unsigned long)(x100 / 100), (unsigned long)(x100 % 100));
 }
 
+/* ---- a declaration's fields with the defaults filled in (bench/bench.h) ---- */
+
+static unsigned bench_min_cpus(const struct bench *b) { return b->min_cpus ? b->min_cpus : 1; }
+/* 0: every online CPU */
+static unsigned bench_def_cpus(const struct bench *b)
+{
+	return b->def_cpus == BENCH_ALL_CPUS ? 0 : b->def_cpus ? b->def_cpus : 1;
+}
+static const char *bench_metric(const struct bench *b) { return b->metric ? b->metric : "op"; }
+static const char *bench_unit(const struct bench *b) { return b->unit ? b->unit : "cycles"; }
+static bench_body_fn *bench_body(const struct bench *b) { return b->op ? b->op->timed_loop : b->run; }
+
+/* ---- declaration checks ---- */
+
+/* Problems of one declaration, each printed as a BAREMM-ERROR line when @report. */
+static unsigned bench_check_one(const struct bench *b, bool report)
+{
+	unsigned bad = 0;
+	const char *name = b->name ? b->name : "(unnamed)";
+	if (!b->name || !b->desc) {
+		if (report)
+			printk("BAREMM-ERROR bench %s: declaration without .name or .desc\n", name);
+		bad++;
+	}
+	if (!b->op == !b->run) {
+		if (report)
+			printk("BAREMM-ERROR bench %s: declares %s; give one body, .op (BENCH_OP) or .run\n",
+			       name, b->op ? "both .op and .run" : "neither .op nor .run");
+		bad++;
+	}
+	if (!b->nparams != !b->params) {
+		if (report)
+			printk("BAREMM-ERROR bench %s: .params and .nparams disagree (use BENCH_PARAMS)\n", name);
+		bad++;
+	}
+	for (const char *p = b->reads ? b->reads : ""; *p;) {
+		const char *e = p;
+		while (*e && *e != ',')
+			e++;
+		if (!option_find(p, (size_t)(e - p))) {
+			if (report)
+				printk("BAREMM-ERROR bench %s: .reads names '%.*s', which is no declared "
+				       "option (boot with 'help' for the list)\n", name, (int)(e - p), p);
+			bad++;
+		}
+		p = *e ? e + 1 : e;
+	}
+	return bad;
+}
+
+unsigned bench_check_declarations(void)
+{
+	unsigned bad = 0;
+	for (struct bench *b = __start_baremm_benches; b < __stop_baremm_benches; b++)
+		bad += bench_check_one(b, true);
+	return bad;
+}
+
+static void unused_body(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	(void)ctx;
+	(void)s;
+}
+
+KTEST(bench, declarations)
+{
+	KT_EXPECT_EQ(bench_check_declarations(), 0);
+	/* the check itself finds what it is for */
+	static const struct bench_op op = { NULL };
+	struct bench good = { .name = "t.good", .desc = "d", .reads = "runs,bench_cpus", .op = &op };
+	KT_EXPECT_EQ(bench_check_one(&good, false), 0);
+	struct bench typo = good;
+	typo.reads = "runs,bench_cpu,nosuch";
+	KT_EXPECT_EQ(bench_check_one(&typo, false), 2);
+	struct bench empty_name = good;
+	empty_name.reads = "runs,,warmup";
+	KT_EXPECT_EQ(bench_check_one(&empty_name, false), 1);
+	struct bench two_bodies = good;
+	two_bodies.run = unused_body;
+	KT_EXPECT_EQ(bench_check_one(&two_bodies, false), 1);
+	struct bench no_body = good;
+	no_body.op = NULL;
+	KT_EXPECT_EQ(bench_check_one(&no_body, false), 1);
+	struct bench counts = good;
+	counts.nparams = 3;
+	KT_EXPECT_EQ(bench_check_one(&counts, false), 1);
+}
+
 /* ---- events of the timed regions ---- */
 
 static DEFINE_SPINLOCK(region_lock);
@@ -135,7 +223,7 @@ static void par_body(void *arg)
 	cpu_samples[me].cycles = cpu_samples[me].ops = 0;
 	struct pmu_snapshot p0, p1;
 	pmu_read(&p0);
-	pr->ctx->b->run(pr->ctx, &cpu_samples[me]);
+	bench_body(pr->ctx->b)(pr->ctx, &cpu_samples[me]);
 	pmu_read(&p1);
 	pmu_delta[me].instructions = p1.instructions - p0.instructions;
 	pmu_delta[me].cycles = p1.cycles - p0.cycles;
@@ -154,9 +242,7 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 	region_reset();
 	if (b->parallel) {
 		cpumask_t mask;
-		cpumask_clear(&mask);
-		for (unsigned c = 0; c < n; c++)
-			cpumask_set_cpu(c, &mask);
+		cpumask_first_n(&mask, n);
 		pr.ctx = ctx;
 		smp_barrier_init(&pr.start, n);
 		smp_barrier_init(&pr.end, n);
@@ -167,7 +253,7 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 		set_doing(b->name);
 		struct pmu_snapshot p0, p1;
 		pmu_read(&p0);
-		b->run(ctx, &cpu_samples[0]);
+		bench_body(b)(ctx, &cpu_samples[0]);
 		pmu_read(&p1);
 		pmu_delta[0].instructions = p1.instructions - p0.instructions;
 		pmu_delta[0].cycles = p1.cycles - p0.cycles;
@@ -286,7 +372,7 @@ static void figure_id(char *buf, size_t len, const struct bench *b, const struct
 	if (b->nparams)
 		snprintf(kase, sizeof(kase), ".%s-%lu", b->param_name ? b->param_name : "param",
 			 (unsigned long)ctx->param);
-	snprintf(buf, len, "%s.%s%s.%s.cpus%u", b->name, b->metric ? b->metric : "op", kase, variant,
+	snprintf(buf, len, "%s.%s%s.%s.cpus%u", b->name, bench_metric(b), kase, variant,
 		 ctx->ncpus);
 	for (char *p = buf; *p; p++) {
 		char c = *p;
@@ -325,13 +411,13 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	/* The cost model prints its own figure first, under the same key and its own id. */
 	char key[384];
 	int klen = snprintf(key, sizeof(key), "id=%s.model bench=%s variant=%s cpus=%u%s metric=%s",
-			    id, b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op");
+			    id, b->name, variant, ctx->ncpus, kase, bench_metric(b));
 	model_figure(key, (size_t)MIN(klen, (int)sizeof(key) - 1), v);
 	int n = snprintf(line, sizeof(line),
 			 "BAREMM-RESULT id=%s bench=%s variant=%s cpus=%u%s metric=%s unit=%s runs=%u median=%s "
 			 "mean=%s stddev=%s pstddev=%s min=%s max=%s median_ns=%s ops=%lu",
-			 id, b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op",
-			 b->unit ? b->unit : "cycles", runs, med, mean, sd, psd, mn, mx, ns,
+			 id, b->name, variant, ctx->ncpus, kase, bench_metric(b),
+			 bench_unit(b), runs, med, mean, sd, psd, mn, mx, ns,
 			 (unsigned long)(ops_total[v] / runs));
 	if (b->throughput) {
 		struct stats ts;
@@ -355,7 +441,7 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 	printk("%s\n", line);
 	/* raw per-run values for significance tests on the host */
 	n = snprintf(line, sizeof(line), "BAREMM-SAMPLES bench=%s variant=%s cpus=%u%s metric=%s values=",
-		     b->name, variant, ctx->ncpus, kase, b->metric ? b->metric : "op");
+		     b->name, variant, ctx->ncpus, kase, bench_metric(b));
 	unsigned r = 0;
 	for (; r < runs && n < (int)sizeof(line) - 32; r++) {
 		char val[24];
@@ -385,7 +471,7 @@ static void print_figure(const struct bench *b, struct bench_ctx *ctx, const cha
 		s->cpus = ctx->ncpus;
 		s->st = st;
 		s->ns = ns100;
-		s->unit = b->unit ? b->unit : "cycles";
+		s->unit = bench_unit(b);
 	}
 }
 
@@ -409,20 +495,20 @@ static void print_summary(void)
 static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 {
 	static struct bench_ctx ctx;
-	unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : b->def_cpus ? b->def_cpus : nr_cpu_ids;
+	unsigned def = bench_def_cpus(b), min = bench_min_cpus(b);
+	unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : def ? def : nr_cpu_ids;
 	if (!b->parallel && !opt_bench_cpus)
-		want = b->def_cpus ? MIN(b->def_cpus, nr_cpu_ids) : nr_cpu_ids;
-	if (!b->parallel && b->def_cpus == 1)
+		want = def ? MIN(def, nr_cpu_ids) : nr_cpu_ids;
+	if (!b->parallel && def == 1)
 		want = 1;	/* a one-CPU body: bench_cpus= would only mislabel the figure */
-	if (opt_bench_cpus && want < b->min_cpus) {
+	if (opt_bench_cpus && want < min) {
 		printk("BAREMM-ERROR bench %s: bench_cpus=%u is below its minimum of %u CPUs\n", b->name,
-		       want, b->min_cpus);
+		       want, min);
 		return EXIT_BENCH_ERROR;
 	}
-	if (want > nr_cpu_ids || nr_cpu_ids < b->min_cpus || want < b->min_cpus) {
+	if (want > nr_cpu_ids || nr_cpu_ids < min || want < min) {
 		printk("BAREMM-ERROR bench %s: needs %u CPUs (at least %u), %u online; boot with more "
-		       "CPUs (-smp) or set bench_cpus=\n", b->name, MAX(want, b->min_cpus), b->min_cpus,
-		       nr_cpu_ids);
+		       "CPUs (-smp) or set bench_cpus=\n", b->name, MAX(want, min), min, nr_cpu_ids);
 		return EXIT_BENCH_ERROR;
 	}
 	for (unsigned v = 0; vs->opt && v < vs->n; v++) {
@@ -436,8 +522,9 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 			return EXIT_PASS;
 		}
 	}
-	unsigned runs = opt_runs ? (unsigned)opt_runs : b->runs ? b->runs : 10;
-	unsigned warm = opt_warmup != 1000 ? (unsigned)opt_warmup : b->warmup;
+	unsigned runs = opt_runs ? (unsigned)opt_runs : b->runs ? b->runs : BENCH_DEFAULT_RUNS;
+	unsigned warm = opt_warmup != 1000 ? (unsigned)opt_warmup
+			: b->warmup ? b->warmup : BENCH_DEFAULT_WARMUP;
 	unsigned nvar = vs->opt ? vs->n : 1;
 	unsigned ncases = b->nparams ? b->nparams : 1;
 	if (runs > MAX_RUNS)
@@ -450,7 +537,7 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 		ctx.ncpus = want;
 		ctx.case_idx = c;
 		ctx.param = b->nparams ? b->params[c] : 0;
-		ctx.iters = opt_iters ? opt_iters : b->iters ? b->iters : 1000;
+		ctx.iters = opt_iters ? opt_iters : b->iters ? b->iters : BENCH_DEFAULT_ITERS;
 		if (b->setup && b->setup(&ctx)) {
 			printk("BAREMM-INFO bench=%s case=%lu skipped=setup_failed\n", b->name,
 			       (unsigned long)ctx.param);
@@ -511,13 +598,15 @@ static bool has_wildcard(const char *g)
 static void bench_list(void)
 {
 	for (struct bench *b = __start_baremm_benches; b < __stop_baremm_benches; b++)
-		printk("bench %-28s cpus>=%u%s%s reads=%s : %s\n", b->name, b->min_cpus,
+		printk("bench %-28s cpus>=%u%s%s reads=%s : %s\n", b->name, bench_min_cpus(b),
 		       b->parallel ? " parallel" : "", b->suite == BENCH_DEFAULT ? " default" : "",
 		       b->reads ? b->reads : "-", b->desc);
 }
 
 int bench_run_selected(const char *glob)
 {
+	if (bench_check_declarations())
+		return EXIT_BENCH_ERROR;
 	if (!strcmp(glob, "list")) {
 		bench_list();
 		return EXIT_PASS;
@@ -536,10 +625,10 @@ int bench_run_selected(const char *glob)
 		matched++;
 		if (has_wildcard(glob) || deflt) {
 			/* a group selection skips what this machine cannot run, and says so */
-			unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : b->def_cpus;
-			if (nr_cpu_ids < b->min_cpus || want > nr_cpu_ids) {
+			unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : bench_def_cpus(b);
+			if (nr_cpu_ids < bench_min_cpus(b) || want > nr_cpu_ids) {
 				printk("BAREMM-INFO bench=%s skipped=\"needs %u CPUs, %u online\"\n", b->name,
-				       MAX(b->min_cpus, want), nr_cpu_ids);
+				       MAX(bench_min_cpus(b), want), nr_cpu_ids);
 				continue;
 			}
 		}

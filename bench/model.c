@@ -132,15 +132,10 @@ static void chase_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(model_pointer_chase) {
 	.name = "model.pointer_chase",
 	.desc = "dependent loads over a random cyclic permutation of the lines of a working set (cost-model known answer)",
-	.reads = "",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 3, .warmup = 1, .iters = 32768,
-	.params = (const u64[]){ 4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10, 512 << 10,
-				 1 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20,
-				 128 << 20, 256 << 20 },
-	.nparams = 14, .param_name = "bytes",
-	.metric = "load", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.runs = 3, .iters = 32768,
+	BENCH_PARAMS("bytes", 4 << 10, 16 << 10, 32 << 10, 64 << 10, 256 << 10, 512 << 10, 1 << 20,
+		     4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20, 128 << 20, 256 << 20),
+	.metric = "load",
 	.setup = chase_setup, .run = chase_body, .teardown = chase_teardown,
 };
 
@@ -229,13 +224,9 @@ static void reach_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(model_tlb_reach) {
 	.name = "model.tlb_reach",
 	.desc = "one load per 4 KiB page over N pages, in order (all on one physical page): TLB reach steps",
-	.reads = "",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 3, .warmup = 1, .iters = 16384,
-	.params = (const u64[]){ 16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 4096, 8192 },
-	.nparams = 11, .param_name = "pages",
-	.metric = "load", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.runs = 3, .iters = 16384,
+	BENCH_PARAMS("pages", 16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 4096, 8192),
+	.metric = "load",
 	.setup = reach_setup, .run = reach_body, .teardown = tm_teardown,
 };
 
@@ -276,12 +267,7 @@ static void invlpg_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(model_invlpg_walk) {
 	.name = "model.invlpg_walk",
 	.desc = "load of one 4 KiB page, with (invlpg:1) or without (invlpg:0) INVLPG of it first: one walk per op",
-	.reads = "",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 3, .warmup = 1, .iters = 4096,
-	.params = (const u64[]){ 0, 1 }, .nparams = 2, .param_name = "invlpg",
-	.metric = "load", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.runs = 3, .iters = 4096, BENCH_PARAMS("invlpg", 0, 1), .metric = "load",
 	.setup = one_page_setup, .run = invlpg_body, .teardown = tm_teardown,
 };
 
@@ -306,12 +292,7 @@ static void cr3_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(model_cr3_global) {
 	.name = "model.cr3_global",
 	.desc = "CR3 reload then a load of a global (global:1) or non-global (global:0) page: only the latter walks",
-	.reads = "",
-	.min_cpus = 1, .def_cpus = 1,
-	.runs = 3, .warmup = 1, .iters = 4096,
-	.params = (const u64[]){ 0, 1 }, .nparams = 2, .param_name = "global",
-	.metric = "load", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.runs = 3, .iters = 4096, BENCH_PARAMS("global", 0, 1), .metric = "load",
 	.setup = one_page_setup, .run = cr3_body, .teardown = tm_teardown,
 };
 
@@ -371,12 +352,8 @@ static void pp_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(modelsmp_line_pingpong) {
 	.name = "modelsmp.line_pingpong",
 	.desc = "two CPUs hand one cache line back and forth (store, spin on the other's store): one op = one round trip",
-	.reads = "",
-	.min_cpus = 2, .def_cpus = 2,
-	.runs = 5, .warmup = 1, .iters = 200,
-	.parallel = true,
-	.metric = "roundtrip", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .parallel = true,
+	.metric = "roundtrip",
 	.setup = pp_setup, .run = pp_body,
 };
 
@@ -414,10 +391,6 @@ static void ipi_rt_body(struct bench_ctx *ctx, struct bench_sample *s)
 DEFINE_BENCH(modelsmp_ipi_roundtrip) {
 	.name = "modelsmp.ipi_roundtrip",
 	.desc = "CPU 0 -> CPU 1 -> CPU 0 by two asynchronous calls, CPU 0 halted in between: one op = two IPIs",
-	.reads = "",
-	.min_cpus = 2, .def_cpus = 2,
-	.runs = 5, .warmup = 1, .iters = 200,
-	.metric = "roundtrip", .unit = "cycles",
-	.suite = BENCH_FULL,
+	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .metric = "roundtrip",
 	.run = ipi_rt_body,
 };

@@ -1,21 +1,5 @@
 #include "bench/stats.h"
-
-u64 isqrt64(u64 x)
-{
-	u64 r = 0, bit = 1ULL << 62;
-	while (bit > x)
-		bit >>= 2;
-	while (bit) {
-		if (x >= r + bit) {
-			x -= r + bit;
-			r = (r >> 1) + bit;
-		} else {
-			r >>= 1;
-		}
-		bit >>= 2;
-	}
-	return r;
-}
+#include "kernel/math.h"
 
 void stats_compute(const u64 *v, unsigned n, u64 *tmp, struct stats *out)
 {
@@ -26,15 +10,9 @@ void stats_compute(const u64 *v, unsigned n, u64 *tmp, struct stats *out)
 	}
 	for (unsigned i = 0; i < n; i++)
 		tmp[i] = v[i];
-	for (unsigned i = 1; i < n; i++)	/* insertion sort: n is a few dozen */
-		for (unsigned j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
-			u64 t = tmp[j];
-			tmp[j] = tmp[j - 1];
-			tmp[j - 1] = t;
-		}
+	out->median = median_u64(tmp, n);	/* sorts tmp */
 	out->min = tmp[0];
 	out->max = tmp[n - 1];
-	out->median = n & 1 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
 	u64 sum = 0;
 	for (unsigned i = 0; i < n; i++)
 		sum += v[i];

@@ -15,6 +15,5 @@ struct stats {
 
 /* Summarise @n values (x100); @tmp has room for n values (sorted copy). */
 void stats_compute(const u64 *v, unsigned n, u64 *tmp, struct stats *out);
-u64 isqrt64(u64 x);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * TLB shootdown and mmu_gather benchmarks (issue 6). Figures and commands: docs/TLB.md.
+ * TLB shootdown and mmu_gather benchmarks. Figures and commands: docs/TLB.md; the seed
+ * experiments that use them: docs/EXPERIMENTS.md.
  *
  *   tlb.shootdown             cost of one flush request of 1, 8, 32, 33, 64, 512 pages and
  *                             of a full flush (case 0), CPU 0 initiating, every other CPU
@@ -10,22 +11,22 @@
  *                             applies). A BAREMM-INFO line per case and variant gives the
  *                             empty cross-CPU call round trip to the same CPUs measured in
  *                             the same rounds and the ratio flush / round trip.
- *   tlb.page_fault3_threads   seed 001 (will-it-scale page_fault3, threads): every CPU in
+ *   tlb.page_fault3_threads   will-it-scale page_fault3 in threads mode: every CPU in
  *                             one address space maps its own shared file-like region, writes
  *                             one byte per page, unmaps. An operation is one page written
  *                             (one fault); the unmap is spread over them. Read with
  *                             ab=rmapbatch:local,multi. Default region 1 MiB per thread
- *                             (tlb_pf3_pages=256; the seed used 128 MiB = 32768 pages).
- *   tlb.ptfree_loop_vs_bulk   seed 000: many short-lived address spaces on every CPU at
+ *                             (tlb_pf3_pages=256; will-it-scale maps 128 MiB = 32768).
+ *   tlb.ptfree_loop_vs_bulk   many short-lived address spaces on every CPU at
  *                             once: create, read one byte per 2 MiB of a sparse region (a
  *                             page table per read), destroy. An operation is one address
  *                             space's life. Read with ab=ptfree:loop,bulk.
- *   tlb.ptfree_rcu            seed 002: a parent with a big sparse region (one byte read per
+ *   tlb.ptfree_rcu            a parent with a big sparse region (one byte read per
  *                             2 MiB), fork + exit (dup_mm + mm_put). An operation is one
  *                             fork+exit. Read with ab=ptfree_rcu:off,on. A BAREMM-INFO line
  *                             gives the grace periods, their latency and the peak number
  *                             of table pages waiting for one. Default 1 GiB
- *                             (tlb_rcu_mb=1024; the seed used 4096 GiB).
+ *                             (tlb_rcu_mb=1024).
  */
 #include "bench/bench.h"
 #include "kernel/smp.h"
@@ -33,6 +34,7 @@
 #include "kernel/events.h"
 #include "kernel/options.h"
 #include "kernel/printk.h"
+#include "kernel/math.h"
 #include "kernel/rcu.h"
 #include "kernel/string.h"
 #include "arch/x86_64/tsc.h"
@@ -57,13 +59,6 @@ DEFINE_OPTION_UINT(tlb_rcu_mb, "tlb_rcu_mb", 1024, 2, 1048576,
 
 static u64 uread64(u64 va) { return *(volatile u64 *)va; }
 
-static void cpus_mask(cpumask_t *m, unsigned n)
-{
-	cpumask_clear(m);
-	for (unsigned c = 0; c < n; c++)
-		cpumask_set_cpu(c, m);
-}
-
 /* ==== tlb.shootdown ==== */
 
 #define SD_RTT_CALLS 32
@@ -79,17 +74,6 @@ static struct {
 	u64 flush_po[2][2][SD_MAX_ROUNDS], rtt_po[2][2][SD_MAX_ROUNDS];
 	unsigned n[2][2];
 } sd;
-
-static u64 median_u64(u64 *v, unsigned n)
-{
-	for (unsigned i = 1; i < n; i++)
-		for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			u64 t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return n ? v[n / 2] : 0;
-}
 
 static void empty_fn(void *info) { (void)info; }
 
@@ -107,7 +91,7 @@ static void sd_thread(void *arg)
 		return;
 	}
 	cpumask_t remotes;
-	cpus_mask(&remotes, ctx->ncpus);
+	cpumask_first_n(&remotes, ctx->ncpus);
 	cpumask_clear_cpu(0, &remotes);
 	u64 rtt = 0;
 	if (!cpumask_empty(&remotes)) {
@@ -146,7 +130,7 @@ static int sd_setup(struct bench_ctx *ctx)
 static void sd_run(struct bench_ctx *ctx, struct bench_sample *s)
 {
 	cpumask_t all;
-	cpus_mask(&all, ctx->ncpus);
+	cpumask_first_n(&all, ctx->ncpus);
 	sd.ctx = ctx;
 	sd.s = s;
 	sd.stop = 0;
@@ -166,7 +150,7 @@ static void sd_teardown(struct bench_ctx *ctx)
 			printk("BAREMM-INFO bench=tlb.shootdown case=%llu tlb_protocol=%s tlb_early_ack=%s "
 			       "remotes=%u flush_cycles_median=%llu empty_call_rtt_cycles_median=%llu "
 			       "ratio=%llu.%02llu\n", (unsigned long long)ctx->param,
-			       p ? "concurrent" : "sequential", e ? "on" : "off", ctx->ncpus - 1,
+			       tlb_protocol_names[p], e ? "on" : "off", ctx->ncpus - 1,
 			       (unsigned long long)fl, (unsigned long long)rtt,
 			       (unsigned long long)(ratio100 / 100), (unsigned long long)(ratio100 % 100));
 		}
@@ -182,10 +166,9 @@ DEFINE_BENCH(tlb_shootdown) {
 		"call round trip and the ratio; compare ab=tlb_protocol:sequential,concurrent "
 		"or ab=tlb_early_ack:off,on",
 	.reads = "tlb_protocol,tlb_early_ack,tlb_ceiling,pcid",
-	.min_cpus = 1, .def_cpus = 0, .runs = 7, .warmup = 1, .iters = 200,
-	.params = (const u64[]){ 1, 8, 32, 33, 64, 512, 0 }, .nparams = 7, .param_name = "pages",
-	.parallel = false, .setup = sd_setup, .run = sd_run, .teardown = sd_teardown,
-	.metric = "flush", .unit = "cycles", .suite = BENCH_FULL,
+	.def_cpus = BENCH_ALL_CPUS, .runs = 7, .iters = 200,
+	BENCH_PARAMS("pages", 1, 8, 32, 33, 64, 512, 0), .metric = "flush",
+	.setup = sd_setup, .run = sd_run, .teardown = sd_teardown,
 };
 
 /* ==== tlb.page_fault3_threads ==== */
@@ -249,9 +232,8 @@ DEFINE_BENCH(tlb_page_fault3_threads) {
 		"(tlb_pf3_pages, default 256 = 1 MiB; the seed used 128 MiB), write one byte per "
 		"page, unmap; op = one page written; compare ab=rmapbatch:local,multi",
 	.reads = "rmapbatch,tlb_pf3_pages,tlb_protocol,tlb_lazy,tlb_ceiling",
-	.min_cpus = 1, .def_cpus = 0, .runs = 5, .warmup = 1, .iters = 6,
-	.parallel = true, .throughput = true, .setup = pf3_setup, .run = pf3_run,
-	.teardown = pf3_teardown, .metric = "fault", .unit = "cycles", .suite = BENCH_FULL,
+	.def_cpus = BENCH_ALL_CPUS, .runs = 5, .iters = 6, .parallel = true, .throughput = true,
+	.metric = "fault", .setup = pf3_setup, .run = pf3_run, .teardown = pf3_teardown,
 };
 
 /* ==== tlb.ptfree_loop_vs_bulk ==== */
@@ -284,9 +266,8 @@ DEFINE_BENCH(tlb_ptfree_loop_vs_bulk) {
 		"byte per 2 MiB of tlb_ptfree_mb MiB (a page table each), destroy; op = one "
 		"address space; compare ab=ptfree:loop,bulk",
 	.reads = "ptfree,ptfree_rcu,tlb_ptfree_mb",
-	.min_cpus = 1, .def_cpus = 0, .runs = 7, .warmup = 1, .iters = 20,
-	.parallel = true, .throughput = true, .run = ptl_run, .metric = "mm_lifetime",
-	.unit = "cycles", .suite = BENCH_FULL,
+	.def_cpus = BENCH_ALL_CPUS, .runs = 7, .iters = 20, .parallel = true, .throughput = true,
+	.metric = "mm_lifetime", .run = ptl_run,
 };
 
 /* ==== tlb.ptfree_rcu ==== */
@@ -354,7 +335,6 @@ DEFINE_BENCH(tlb_ptfree_rcu) {
 		"ab=ptfree_rcu:off,on; INFO gives grace periods, their latency, peak tables "
 		"waiting",
 	.reads = "ptfree_rcu,ptfree,tlb_rcu_mb",
-	.min_cpus = 1, .def_cpus = 1, .runs = 7, .warmup = 1, .iters = 5,
-	.parallel = false, .setup = ptr_setup, .run = ptr_run, .teardown = ptr_teardown,
-	.metric = "fork_exit", .unit = "cycles", .suite = BENCH_FULL,
+	.runs = 7, .iters = 5, .metric = "fork_exit",
+	.setup = ptr_setup, .run = ptr_run, .teardown = ptr_teardown,
 };

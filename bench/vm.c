@@ -1,6 +1,7 @@
 /*
- * Virtual-memory benchmarks (issue 5): how fast address spaces are faulted in, copied and
- * torn down. Results and commands: docs/RESULTS.md.
+ * Virtual-memory benchmarks: how fast address spaces are faulted in, copied and torn
+ * down. Results and commands: docs/RESULTS.md; the seed experiments that use them:
+ * docs/EXPERIMENTS.md.
  *
  *   vm.page_fault1/2/3    will-it-scale's page_fault shapes, every CPU at once: map a
  *                         region, write one byte per 4 KiB page (one fault each), unmap;
@@ -8,19 +9,19 @@
  *                         over the faults of its region. 1 = private anonymous,
  *                         2 = private mapping of a file-like object (copy on write of the
  *                         cache page), 3 = shared mapping of a file-like object (the page
- *                         becomes dirty; its unmap goes through delayed rmap, seed 001).
+ *                         becomes dirty; its unmap goes through delayed rmap).
  *                         Every CPU has its own file object, as every will-it-scale task
  *                         has its own file. `vm_mode` picks processes (each CPU its own
  *                         address space) or threads (all CPUs in one address space, so
  *                         every unmap shoots down the other CPUs' TLBs).
- *   vm.sparse_tables      seed 002: a big region with one byte read per 2 MiB, so every
+ *   vm.sparse_tables      a big region with one byte read per 2 MiB, so every
  *                         touch needs its own page table; then fork + exit (dup_mm +
  *                         mm_put of the copy). An operation is one table page built by the
  *                         copy and freed by the exit.
  *   vm.sparse_tables_munmap  the same region built by faults and torn down by munmap
- *                         (the "big mapping, touch one page per table, unmap" worst case
- *                         of the seed-002 thread). An operation is one table page.
- *   vm.refpage            seed 004's microbenchmark: map N bytes of reference-page-backed
+ *                         (the "big mapping, touch one page per table, unmap" worst case).
+ *                         An operation is one table page.
+ *   vm.refpage            map N bytes of reference-page-backed
  *                         memory, give it its initial contents the `refpage_init` way,
  *                         write one word per 4 KiB page up to M bytes, unmap. An operation
  *                         is one map/initialise/touch/unmap cycle; pages allocated per
@@ -44,13 +45,14 @@
 
 #define RW (VM_READ | VM_WRITE)
 
-enum { VM_MODE_PROCESSES, VM_MODE_THREADS };
+#define VM_MODE_LIST(X)                                                                     \
+	X(VM_MODE_PROCESSES, "processes", "every CPU faults in its own address space")       \
+	X(VM_MODE_THREADS, "threads",                                                       \
+	  "every CPU faults in one shared address space (unmaps shoot down the other CPUs)")
+enum { VM_MODE_LIST(OPTION_ENUM_CONST) };
 
-DEFINE_VARIANT_ENUM(vm_mode, "vm_mode", VM_MODE_PROCESSES,
-		    "vm.page_fault* benchmarks: processes = every CPU faults in its own address "
-		    "space, threads = every CPU faults in one shared address space (unmaps "
-		    "shoot down the other CPUs)",
-		    "processes", "threads");
+DEFINE_VARIANT_ENUM(vm_mode, "vm_mode", VM_MODE_PROCESSES, "vm.page_fault* benchmarks",
+		    VM_MODE_LIST);
 DEFINE_OPTION_UINT(vm_pf_mb, "vm_pf_mb", 8, 1, 1000,
 		   "vm.page_fault* benchmarks: MiB each CPU maps, touches and unmaps per pass "
 		   "(will-it-scale uses 128)");
@@ -62,12 +64,15 @@ DEFINE_VARIANT_BOOL(vm_refpage_eager, "vm_refpage_eager", true,
 		    "before touching (an allocator's eager memset of the whole allocation); "
 		    "false: pages are filled lazily at their first touch only");
 
-enum { SPARSE_SLOT_0, SPARSE_SLOT_511, SPARSE_SLOT_SPREAD };
+#define SPARSE_SLOT_LIST(X)                                                                 \
+	X(SPARSE_SLOT_0, "0", "the first")                                                  \
+	X(SPARSE_SLOT_511, "511", "the last")                                               \
+	X(SPARSE_SLOT_SPREAD, "spread",                                                     \
+	  "slot (i * 97) mod 512 for the i-th 2 MiB: every slot once per GiB")
+enum { SPARSE_SLOT_LIST(OPTION_ENUM_CONST) };
 DEFINE_VARIANT_ENUM(vm_sparse_slot, "vm_sparse_slot", SPARSE_SLOT_0,
-		    "vm.sparse_tables*: which 4 KiB slot of each 2 MiB the one read touches: 0, "
-		    "511 (the last), or spread (slot (i * 97) mod 512 for the i-th 2 MiB: every "
-		    "slot once per GiB); tools/linux-ref's sparse cases use the same",
-		    "0", "511", "spread");
+		    "vm.sparse_tables*: which 4 KiB slot of each 2 MiB the one read touches "
+		    "(tools/linux-ref's sparse cases use the same)", SPARSE_SLOT_LIST);
 
 static inline u8 uread8(u64 va) { return *(volatile u8 *)va; }
 static inline void uwrite8(u64 va, u8 v) { *(volatile u8 *)va = v; }
@@ -181,9 +186,8 @@ static void pf_run(struct bench_ctx *ctx, struct bench_sample *s)
 
 #define PF_COMMON                                                                          \
 	.reads = "vm_mode,vm_pf_mb,bench_cpus,rmapbatch,tlb_ceiling",                      \
-	.min_cpus = 1, .def_cpus = 0, .runs = 8, .warmup = 1, .iters = 2048,               \
-	.parallel = true, .throughput = true, .metric = "fault", .unit = "cycles",        \
-	.run = pf_run, .teardown = pf_teardown
+	.def_cpus = BENCH_ALL_CPUS, .runs = 8, .iters = 2048, .parallel = true,            \
+	.throughput = true, .metric = "fault", .run = pf_run, .teardown = pf_teardown
 
 DEFINE_BENCH(vm_page_fault1) {
 	.name = "vm.page_fault1",
@@ -198,7 +202,7 @@ DEFINE_BENCH(vm_page_fault2) {
 	.desc = "will-it-scale page_fault2: every CPU maps its own file-like object privately, "
 		"writes one byte per page (copy of the cache page), unmaps (op = one fault; "
 		"vm_pf_mb per pass, default 8, will-it-scale 128)",
-	PF_COMMON, .setup = pf2_setup, .suite = BENCH_FULL,
+	PF_COMMON, .setup = pf2_setup,
 };
 
 DEFINE_BENCH(vm_page_fault3) {
@@ -206,10 +210,10 @@ DEFINE_BENCH(vm_page_fault3) {
 	.desc = "will-it-scale page_fault3: every CPU maps its own file-like object shared, "
 		"writes one byte per page (dirty shared page; unmap uses delayed rmap, seed 001), "
 		"unmaps (op = one fault; vm_pf_mb per pass, default 8, will-it-scale 128)",
-	PF_COMMON, .setup = pf3_setup, .suite = BENCH_FULL,
+	PF_COMMON, .setup = pf3_setup,
 };
 
-/* ---- vm.sparse_tables (seed 002) ---- */
+/* ---- vm.sparse_tables ---- */
 
 struct sparse_state {
 	struct mm_struct *mm;
@@ -325,9 +329,7 @@ DEFINE_BENCH(vm_sparse_tables) {
 		"built by the copy and freed by the exit (seed: 4096 GiB, ~2M tables); the read "
 		"slot per vm_sparse_slot, table scans per pt_scan",
 	.reads = "vm_sparse_slot,pt_scan",
-	.min_cpus = 1, .def_cpus = 1, .runs = 8, .warmup = 1, .iters = 1,
-	.params = (const u64[]){ 1, 16 }, .nparams = 2, .param_name = "gib",
-	.metric = "table", .unit = "cycles", .suite = BENCH_FULL,
+	.runs = 8, .iters = 1, BENCH_PARAMS("gib", 1, 16), .metric = "table",
 	.setup = sparse_fork_setup, .run = sparse_fork_run, .teardown = sparse_teardown,
 };
 
@@ -337,13 +339,11 @@ DEFINE_BENCH(vm_sparse_tables_munmap) {
 		"(faults build a page table each), munmap (every table freed); op = one table page "
 		"built and freed; the read slot per vm_sparse_slot, table scans per pt_scan",
 	.reads = "vm_sparse_slot,pt_scan",
-	.min_cpus = 1, .def_cpus = 1, .runs = 8, .warmup = 1, .iters = 1,
-	.params = (const u64[]){ 1, 16 }, .nparams = 2, .param_name = "gib",
-	.metric = "table", .unit = "cycles", .suite = BENCH_FULL,
+	.runs = 8, .iters = 1, BENCH_PARAMS("gib", 1, 16), .metric = "table",
 	.setup = sparse_munmap_setup, .run = sparse_munmap_run, .teardown = sparse_teardown,
 };
 
-/* ---- vm.refpage (seed 004) ---- */
+/* ---- vm.refpage ---- */
 
 struct refpage_state {
 	struct mm_struct *mm;
@@ -421,8 +421,6 @@ DEFINE_BENCH(vm_refpage) {
 		"filled up front when vm_refpage_eager), write one word per 4 KiB up to "
 		"M = N * touch_permille / 1000 (0 = one page), unmap; op = one cycle",
 	.reads = "refpage_init,vm_refpage_mb,vm_refpage_eager",
-	.min_cpus = 1, .def_cpus = 1, .runs = 8, .warmup = 1, .iters = 2,
-	.params = (const u64[]){ 0, 500, 1000 }, .nparams = 3, .param_name = "touch_permille",
-	.metric = "cycle", .unit = "cycles", .suite = BENCH_FULL,
+	.runs = 8, .iters = 2, BENCH_PARAMS("touch_permille", 0, 500, 1000), .metric = "cycle",
 	.setup = refpage_setup, .run = refpage_run, .teardown = refpage_teardown,
 };

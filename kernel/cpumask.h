@@ -20,6 +20,13 @@ static inline void cpumask_clear(cpumask_t *m)
 		m->bits[i] = 0;
 }
 static inline void cpumask_set_cpu(unsigned cpu, cpumask_t *m) { m->bits[cpu / 64] |= 1ULL << (cpu % 64); }
+/* @m = CPUs 0..n-1 (the CPUs a benchmark or test takes part with). */
+static inline void cpumask_first_n(cpumask_t *m, unsigned n)
+{
+	cpumask_clear(m);
+	for (unsigned c = 0; c < n && c < NR_CPUS; c++)
+		cpumask_set_cpu(c, m);
+}
 static inline void cpumask_clear_cpu(unsigned cpu, cpumask_t *m) { m->bits[cpu / 64] &= ~(1ULL << (cpu % 64)); }
 static inline bool cpumask_test_cpu(unsigned cpu, const cpumask_t *m)
 {

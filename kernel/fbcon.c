@@ -5,7 +5,12 @@
 #include "arch/x86_64/serial.h"
 #include "mm/direct_map.h"
 
-enum { FBCON_AUTO, FBCON_ON, FBCON_OFF };
+#define FBCON_LIST(X)                                                                       \
+	X(FBCON_AUTO, "auto",                                                               \
+	  "whenever there is one, except when the host tools pass the command line (fw_cfg)") \
+	X(FBCON_ON, "on", "always (refused without a pixel framebuffer)")                   \
+	X(FBCON_OFF, "off", "never")
+enum { FBCON_LIST(OPTION_ENUM_CONST) };
 static bool screen_ok;	/* a pixel framebuffer is mapped (fbcon_init, before options) */
 
 static const char *fbcon_unusable(u64 v, unsigned ncpus)
@@ -15,11 +20,8 @@ static const char *fbcon_unusable(u64 v, unsigned ncpus)
 					     "(none, or EGA text mode)" : NULL;
 }
 
-DEFINE_OPTION_ENUM_HW(opt_fbcon, "fbcon", 0, fbcon_unusable,
-		      "mirror the console to the boot framebuffer: auto = whenever there is one, "
-		      "except when the host tools pass the command line (fw_cfg), on = always "
-		      "(refused without a pixel framebuffer), off = never",
-		      "auto", "on", "off");
+DEFINE_OPTION_ENUM_HW(opt_fbcon, "fbcon", FBCON_AUTO, fbcon_unusable,
+		      "mirror the console to the boot framebuffer", FBCON_LIST);
 
 /* drawn for bytes outside printable ASCII */
 static const u8 glyph_unknown[FONT_H] = {

@@ -49,16 +49,16 @@ static inline void list_move_tail(struct list_head *e, struct list_head *head)
 	e->prev->next = e->next;
 	list_add_tail(e, head);
 }
-/* Move all of @list to the front of @head; @list is left empty. */
-static inline void list_splice_init(struct list_head *list, struct list_head *head)
+/* Move all of @list to the back of @head; @list is left empty. */
+static inline void list_splice_tail_init(struct list_head *list, struct list_head *head)
 {
 	if (list_empty(list))
 		return;
-	struct list_head *first = list->next, *last = list->prev, *at = head->next;
-	first->prev = head;
-	head->next = first;
-	last->next = at;
-	at->prev = last;
+	struct list_head *first = list->next, *last = list->prev, *at = head->prev;
+	at->next = first;
+	first->prev = at;
+	last->next = head;
+	head->prev = last;
 	INIT_LIST_HEAD(list);
 }
 

@@ -33,9 +33,18 @@
 
 DEFINE_OPTION_STRING(opt_tests, "tests", NULL,
 		     "run the in-kernel tests matching this glob over suite.name ('list' lists them)");
-DEFINE_OPTION_ENUM(opt_selftest, "selftest", 0,
+#define SELFTEST_LIST(X)                                                                    \
+	X(SELFTEST_NONE, "none", "boot normally")                                           \
+	X(SELFTEST_HANG, "hang", "spin with interrupts on")                                 \
+	X(SELFTEST_HANG_IRQOFF, "hang_irqoff", "spin with interrupts off")                  \
+	X(SELFTEST_PANIC, "panic", "call panic()")                                          \
+	X(SELFTEST_PAGEFAULT, "pagefault", "read an unmapped address")                      \
+	X(SELFTEST_STACK_OVERFLOW, "stack_overflow", "recurse into the stack guard page")   \
+	X(SELFTEST_STUCK_CPU, "stuck_cpu", "CPU 1 stops answering cross-CPU calls")
+enum { SELFTEST_LIST(OPTION_ENUM_CONST) };
+DEFINE_OPTION_ENUM(opt_selftest, "selftest", SELFTEST_NONE,
 		   "provoke a failure to check the failure paths (exit status and report)",
-		   "none", "hang", "hang_irqoff", "panic", "pagefault", "stack_overflow", "stuck_cpu");
+		   SELFTEST_LIST);
 
 struct boot_info boot_info;
 static u8 mbi_copy[64 * 1024] __aligned(8);
@@ -47,7 +56,7 @@ u64 boot_mem_bytes;
 const char *cmdline_source = "none";
 
 /* Temporary IST stacks for exceptions taken before the per-CPU stacks exist. */
-static u8 early_ist[3][4096] __aligned(16);
+static u8 early_ist[3][PAGE_SIZE] __aligned(16);
 
 extern char __kernel_phys_start[], __kernel_phys_end[];
 void switch_stack_and_call(u64 stack_top, void (*fn)(void));
@@ -139,28 +148,30 @@ static void empty_call(void *arg)
 static void run_selftest(void)
 {
 	switch (opt_selftest) {
-	case 1:	/* hang */
+	case SELFTEST_NONE:
+		break;
+	case SELFTEST_HANG:
 		printk("selftest: hanging with interrupts on; the watchdog must end the run\n");
 		set_doing("selftest=hang");
 		for (;;)
 			hlt();
-	case 2:
+	case SELFTEST_HANG_IRQOFF:
 		printk("selftest: hanging with interrupts off\n");
 		set_doing("selftest=hang_irqoff");
 		__asm__ __volatile__("cli");
 		for (;;)
 			watchdog_check();	/* the boot CPU still polls the deadline */
-	case 3:
+	case SELFTEST_PANIC:
 		panic("selftest=panic requested");
-	case 4:
+	case SELFTEST_PAGEFAULT:
 		printk("selftest: reading an unmapped address\n");
 		(void)*(volatile u64 *)0x0000000000001000ULL;
 		break;
-	case 5:
+	case SELFTEST_STACK_OVERFLOW:
 		printk("selftest: overflowing the kernel stack into its guard page\n");
 		overflow_sink = overflow_stack(0);
 		break;
-	case 6:
+	case SELFTEST_STUCK_CPU:
 		if (nr_cpu_ids < 2) {
 			printk("BAREMM-ERROR selftest=stuck_cpu needs 2 CPUs\n");
 			kernel_exit(EXIT_BENCH_ERROR);
@@ -212,7 +223,8 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 	pit_stop();
 	cpu_probe();
 	idt_init();
-	u64 ist[3] = { (u64)early_ist[0] + 4096, (u64)early_ist[1] + 4096, (u64)early_ist[2] + 4096 };
+	u64 ist[3] = { (u64)early_ist[0] + PAGE_SIZE, (u64)early_ist[1] + PAGE_SIZE,
+		       (u64)early_ist[2] + PAGE_SIZE };
 	cpu_load_descriptors(0, ist);
 
 	if (magic != MB2_BOOTLOADER_MAGIC)

@@ -7,6 +7,7 @@
 #define TAG_MMAP 6
 #define TAG_FRAMEBUFFER 8
 #define TAG_EFI64 12
+#define EFI_PAGE_SHIFT 12	/* UEFI memory descriptors count 4 KiB pages, whatever the kernel's */
 #define TAG_ACPI_OLD 14
 #define TAG_ACPI_NEW 15
 #define TAG_EFI_MMAP 17
@@ -214,13 +215,13 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 				break;
 			for (u32 e = 16; e <= size && dsz <= size - e && nefi < MB2_MAX_RANGES; e += dsz) {
 				u64 pages = rd64(t + e + 24);
-				if (pages > (PHYS_LIMIT >> 12)) {	/* << 12 would wrap */
+				if (pages > (PHYS_LIMIT >> EFI_PAGE_SHIFT)) {	/* the shift would wrap */
 					warn(bi, "multiboot2: EFI map entry with an absurd page count dropped");
 					continue;
 				}
 				efi_ranges[nefi].type = efi_type(rd32(t + e));
 				efi_ranges[nefi].base = rd64(t + e + 8);
-				efi_ranges[nefi].size = pages << 12;
+				efi_ranges[nefi].size = pages << EFI_PAGE_SHIFT;
 				nefi++;
 			}
 			break;

@@ -56,18 +56,45 @@ struct option_desc {
 		.name = name_, .help = help_, .type = OPT_STRING, .var = &var_,              \
 		.def_str = (def_) }
 
-/* Enum: values are the strings after help_; var_ holds the index of the chosen one. */
-#define __DEFINE_OPTION_ENUM(variant_, var_, name_, def_, help_, ...)                        \
-	int var_ = (def_);                                                                   \
-	static const char *const __opt_choices_##var_[] = { __VA_ARGS__, NULL };             \
-	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
-		.name = name_, .help = help_, .type = OPT_ENUM, .variant = variant_,         \
-		.var = &var_, .def = (def_), .choices = __opt_choices_##var_ }
+/*
+ * Enum options come from one list: a macro that calls X(CONSTANT, "value", "meaning") once
+ * per value, in order. The same list gives the C enum (in the header, OPTION_ENUM_CONST),
+ * the allowed values and the help text, so the three cannot drift apart:
+ *
+ *   #define TLB_PROTOCOL_LIST(X) \
+ *	X(TLB_PROTO_SEQUENTIAL, "sequential", "flush locally, then IPI and wait") \
+ *	X(TLB_PROTO_CONCURRENT, "concurrent", "send the IPIs, flush locally meanwhile, wait")
+ *   enum { TLB_PROTOCOL_LIST(OPTION_ENUM_CONST) };			// header
+ *   DECLARE_OPTION_ENUM(tlb_protocol);					// header
+ *   DEFINE_VARIANT_ENUM(tlb_protocol, "tlb_protocol", TLB_PROTO_CONCURRENT,
+ *			 "shootdown order", TLB_PROTOCOL_LIST);		// .c file
+ *
+ * `help` prints "shootdown order; sequential = ...; concurrent = ...". var_ holds the index
+ * of the chosen value (its CONSTANT); var_##_names[] names every value (for reports).
+ * Name the variable like the option (opt_<option> where the bare name is taken), so one
+ * grep finds both.
+ */
+#define OPTION_ENUM_CONST(id_, name_, help_) id_,
+#define OPTION_ENUM_NAME(id_, name_, help_) name_,
+#define OPTION_ENUM_HELP(id_, name_, help_) "; " name_ " = " help_
 
-#define DEFINE_OPTION_ENUM(var_, name_, def_, help_, ...) \
-	__DEFINE_OPTION_ENUM(false, var_, name_, def_, help_, __VA_ARGS__)
-#define DEFINE_VARIANT_ENUM(var_, name_, def_, help_, ...) \
-	__DEFINE_OPTION_ENUM(true, var_, name_, def_, help_, __VA_ARGS__)
+#define __DEFINE_OPTION_ENUM(variant_, check_, var_, name_, def_, help_, list_)              \
+	int var_ = (def_);                                                                   \
+	const char *const var_##_names[] = { list_(OPTION_ENUM_NAME) NULL };                 \
+	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
+		.name = name_, .help = help_ list_(OPTION_ENUM_HELP), .type = OPT_ENUM,      \
+		.variant = variant_, .var = &var_, .def = (def_), .choices = var_##_names,   \
+		.unusable = (check_) }
+
+#define DEFINE_OPTION_ENUM(var_, name_, def_, help_, list_) \
+	__DEFINE_OPTION_ENUM(false, NULL, var_, name_, def_, help_, list_)
+#define DEFINE_VARIANT_ENUM(var_, name_, def_, help_, list_) \
+	__DEFINE_OPTION_ENUM(true, NULL, var_, name_, def_, help_, list_)
+/* Enums whose values depend on the machine (@check_: see .unusable above). */
+#define DEFINE_OPTION_ENUM_HW(var_, name_, def_, check_, help_, list_) \
+	__DEFINE_OPTION_ENUM(false, check_, var_, name_, def_, help_, list_)
+#define DEFINE_VARIANT_ENUM_HW(var_, name_, def_, check_, help_, list_) \
+	__DEFINE_OPTION_ENUM(true, check_, var_, name_, def_, help_, list_)
 
 #define DEFINE_VARIANT_UINT(var_, name_, def_, min_, max_, help_)                            \
 	u64 var_ = (def_);                                                                   \
@@ -88,24 +115,9 @@ struct option_desc {
 		.name = name_, .help = help_, .type = OPT_BOOL, .variant = true,             \
 		.var = &var_, .def = (def_), .unusable = (check_) }
 
-#define DEFINE_OPTION_ENUM_HW(var_, name_, def_, check_, help_, ...)                         \
-	int var_ = (def_);                                                                   \
-	static const char *const __opt_choices_##var_[] = { __VA_ARGS__, NULL };             \
-	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
-		.name = name_, .help = help_, .type = OPT_ENUM, .var = &var_, .def = (def_), \
-		.choices = __opt_choices_##var_, .unusable = (check_) }
-
-#define DEFINE_VARIANT_ENUM_HW(var_, name_, def_, check_, help_, ...)                        \
-	int var_ = (def_);                                                                   \
-	static const char *const __opt_choices_##var_[] = { __VA_ARGS__, NULL };             \
-	static struct option_desc __opt_##var_ OPTION_SECTION = {                            \
-		.name = name_, .help = help_, .type = OPT_ENUM, .variant = true,             \
-		.var = &var_, .def = (def_), .choices = __opt_choices_##var_,                \
-		.unusable = (check_) }
-
 #define DECLARE_OPTION_UINT(var_) extern u64 var_
 #define DECLARE_OPTION_BOOL(var_) extern bool var_
-#define DECLARE_OPTION_ENUM(var_) extern int var_
+#define DECLARE_OPTION_ENUM(var_) extern int var_; extern const char *const var_##_names[]
 #define DECLARE_OPTION_STRING(var_) extern const char *var_
 
 /* Errors from parsing; each maps to the BAD_OPTION exit status in the kernel. */

@@ -13,6 +13,15 @@
 extern unsigned nr_cpu_ids;		/* CPUs brought online (ids 0..nr_cpu_ids-1) */
 extern cpumask_t cpu_online_mask;
 
+/* Snapshot: @dst = the online CPUs of @src, whose words are read with sequentially
+ * consistent loads (@src may be an mm's cpumask that switching CPUs update meanwhile;
+ * the online mask only grows during boot, before anything flushes). */
+static inline void cpumask_and_online(cpumask_t *dst, const cpumask_t *src)
+{
+	for (int i = 0; i < CPUMASK_WORDS; i++)
+		dst->bits[i] = atomic_load(&src->bits[i]) & cpu_online_mask.bits[i];
+}
+
 #ifndef BAREMM_HOST
 struct mm_struct;
 

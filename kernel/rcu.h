@@ -1,5 +1,5 @@
 /*
- * A small RCU-like grace-period mechanism (used by mm/mmu_gather.c for the seed-002
+ * A small RCU-like grace-period mechanism (used by mm/mmu_gather.c for the
  * variant `ptfree_rcu=on`: page-table pages freed only after a grace period).
  *
  * Model ("RCU-sched"): a read-side critical section is a stretch of code that runs with

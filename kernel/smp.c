@@ -233,10 +233,10 @@ static bool start_ap(unsigned cpu, u32 apic_id)
 	/* INIT, 10 ms, SIPI, 200 us, SIPI only if the CPU has not arrived yet */
 	apic_send_init(apic_id);
 	udelay(10000);
-	apic_send_sipi(apic_id, TRAMP_BASE >> 12);
+	apic_send_sipi(apic_id, TRAMP_BASE >> PAGE_SHIFT);
 	if (wait_online(200))
 		return true;
-	apic_send_sipi(apic_id, TRAMP_BASE >> 12);
+	apic_send_sipi(apic_id, TRAMP_BASE >> PAGE_SHIFT);
 	return wait_online(1000000);	/* TCG with many vCPUs can be slow to schedule */
 }
 

@@ -192,7 +192,7 @@ KTEST(spinlock, trylock)
 	KT_EXPECT(!spin_trylock(&l));
 	spin_unlock(&l);
 	KT_EXPECT(!spin_is_locked(&l));
-	KT_EXPECT(!spin_lock_contended(&l));
+	KT_EXPECT(!spin_lock_and_test_contended(&l));
 	spin_unlock(&l);
 }
 

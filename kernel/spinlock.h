@@ -24,8 +24,9 @@ static inline void spin_lock_init(spinlock_t *l)
 	l->owner = 0;
 }
 
-/* Returns true when the lock was not free on arrival (the caller had to spin). */
-static inline bool spin_lock_contended(spinlock_t *l)
+/* spin_lock() that also says whether the lock was taken on arrival: true when the caller
+ * had to spin (for contention counters). Released with spin_unlock(). */
+static inline bool spin_lock_and_test_contended(spinlock_t *l)
 {
 	u16 me = __atomic_fetch_add(&l->next, 1, __ATOMIC_RELAXED);
 	if (likely(__atomic_load_n(&l->owner, __ATOMIC_ACQUIRE) == me))
@@ -37,7 +38,7 @@ static inline bool spin_lock_contended(spinlock_t *l)
 
 static inline void spin_lock(spinlock_t *l)
 {
-	(void)spin_lock_contended(l);
+	(void)spin_lock_and_test_contended(l);
 }
 
 static inline bool spin_trylock(spinlock_t *l)

@@ -1,6 +1,7 @@
 #include "mm/direct_map.h"
 #include "mm/memblock.h"
 #include "mm/physmem.h"
+#include "mm/pgtable.h"
 #include "kernel/string.h"
 #include "kernel/panic.h"
 #include "kernel/printk.h"
@@ -49,17 +50,17 @@ static u64 *next_level(u64 *table, unsigned idx)
 
 static void map_4k(u64 va, phys_addr_t pa, u64 flags)
 {
-	u64 *pdpt = next_level(kernel_pml4, (va >> 39) & 511);
-	u64 *pd = next_level(pdpt, (va >> 30) & 511);
-	u64 *pt = next_level(pd, (va >> 21) & 511);
-	pt[(va >> 12) & 511] = pa | flags | P | global_bit;
+	u64 *pdpt = next_level(kernel_pml4, pt_index(va, 4));
+	u64 *pd = next_level(pdpt, pt_index(va, 3));
+	u64 *pt = next_level(pd, pt_index(va, 2));
+	pt[pt_index(va, 1)] = pa | flags | P | global_bit;
 }
 
 static void map_2m(u64 va, phys_addr_t pa, u64 flags)
 {
-	u64 *pdpt = next_level(kernel_pml4, (va >> 39) & 511);
-	u64 *pd = next_level(pdpt, (va >> 30) & 511);
-	pd[(va >> 21) & 511] = pa | flags | P | PS | global_bit;
+	u64 *pdpt = next_level(kernel_pml4, pt_index(va, 4));
+	u64 *pd = next_level(pdpt, pt_index(va, 3));
+	pd[pt_index(va, 2)] = pa | flags | P | PS | global_bit;
 }
 
 /* MMIO the direct map must also cover (a framebuffer above 4 GiB), mapped by

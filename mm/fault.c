@@ -25,11 +25,7 @@
 #include "kernel/string.h"
 
 DEFINE_VARIANT_ENUM(refpage_init, "refpage_init", REFPAGE_INIT_REFPAGE,
-		    "how new memory in reference-page regions gets its contents (seed 004): "
-		    "zeropage = demand-zero anonymous, memset = a fresh page filled with the "
-		    "pattern at the fault, refpage = reads map the shared reference page, "
-		    "a write copies it",
-		    "zeropage", "memset", "refpage");
+		    "how new memory in reference-page regions gets its contents", REFPAGE_INIT_LIST);
 
 static const char *const kind_names[NR_VM_KINDS] = {
 	[VM_ANON] = "anon", [VM_FILE_SHARED] = "file-shared",

@@ -24,8 +24,8 @@
  *                    object's pages; a write makes them dirty (counted, tracked).
  *   VM_FILE_PRIVATE  private file-like: reads map the object's page read-only, a write
  *                    copies it into a private page.
- *   VM_REFPAGE       reference-page-backed anonymous memory (seed 004; obj = struct
- *                    refpage *, or NULL for the default pattern); how new pages get their
+ *   VM_REFPAGE       reference-page-backed anonymous memory (obj = struct refpage *,
+ *                    or NULL for the default pattern); how new pages get their
  *                    contents is the `refpage_init` variant (mm/fault.c).
  *
  * Addresses: user regions live in [MM_USER_MIN, USER_VA_END); the kernel touches them

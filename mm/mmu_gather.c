@@ -16,17 +16,14 @@
 #include "kernel/smp.h"
 #include "kernel/rcu.h"
 
-DEFINE_VARIANT_ENUM(gather_rmap_batch, "rmapbatch", RMAPBATCH_MULTI,
+DEFINE_VARIANT_ENUM(rmapbatch, "rmapbatch", RMAPBATCH_MULTI,
 		    "how many pages a gather holding delayed-rmap (dirty shared) pages may collect "
-		    "before a flush: local = the 8-entry on-stack bundle, multi = one extra batch",
-		    "local", "multi");
+		    "before a flush", RMAPBATCH_LIST);
 DEFINE_VARIANT_BOOL(gather_nobatch, "gather_nobatch", false,
 		    "test: never allocate mmu_gather batch pages (forces the fallback paths)");
-DEFINE_VARIANT_ENUM(gather_ptfree, "ptfree", PTFREE_LOOP,
-		    "how gathered page-table pages are freed after the shootdown (seed 000): "
-		    "loop = one free_page each, bulk = one free_pages_bulk pass per batch",
-		    "loop", "bulk");
-DEFINE_VARIANT_BOOL(gather_ptfree_rcu, "ptfree_rcu", false,
+DEFINE_VARIANT_ENUM(ptfree, "ptfree", PTFREE_LOOP,
+		    "how gathered page-table pages are freed after the shootdown", PTFREE_LIST);
+DEFINE_VARIANT_BOOL(ptfree_rcu, "ptfree_rcu", false,
 		    "free gathered page-table pages only after an RCU-like grace period "
 		    "(seed 002) instead of right after the shootdown");
 
@@ -83,7 +80,7 @@ static bool tlb_next_batch(struct mmu_gather *tlb)
 {
 	struct mmu_gather_batch *a = tlb->active;
 	switch (gather_next_action(a == &tlb->local, a->next != NULL, tlb->batch_count,
-				   tlb->delayed_rmap, READ_ONCE(gather_rmap_batch))) {
+				   tlb->delayed_rmap, READ_ONCE(rmapbatch))) {
 	case GATHER_NEXT_USE:
 		tlb->active = a->next;
 		return true;
@@ -202,7 +199,7 @@ static bool tlb_free_pages(struct mmu_gather *tlb)
 
 void tlb_free_table_pages(struct page **tables, unsigned nr)
 {
-	bool bulk = READ_ONCE(gather_ptfree) == PTFREE_BULK;
+	bool bulk = READ_ONCE(ptfree) == PTFREE_BULK;
 	if (bulk) {
 		LIST_HEAD(list);
 		for (unsigned i = 0; i < nr; i++) {
@@ -234,7 +231,7 @@ static bool tlb_free_tables(struct mmu_gather *tlb)
 	struct mmu_gather_table_batch *t = tlb->tables;
 	if (!t || !t->nr)
 		return false;
-	if (READ_ONCE(gather_ptfree_rcu)) {
+	if (READ_ONCE(ptfree_rcu)) {
 		tlb->tables = NULL;	/* the next table gets a fresh batch page */
 		u64 w = atomic_add_return(&gather_tables_waiting, (u64)t->nr);
 		u64 peak = atomic_load_relaxed(&gather_tables_waiting_peak);
@@ -313,6 +310,6 @@ void tlb_finish_mmu(struct mmu_gather *tlb)
 		free_page(virt_to_page(tlb->tables));
 		tlb->tables = NULL;
 	}
-	if (READ_ONCE(gather_ptfree_rcu) || READ_ONCE(gather_tables_waiting))
+	if (READ_ONCE(ptfree_rcu) || READ_ONCE(gather_tables_waiting))
 		(void)rcu_poll();
 }

@@ -20,16 +20,16 @@
  * (tlb_flush_mmu: TLB flush, delayed rmaps, free pages), counted as EV_GATHER_FORCE_FLUSH
  * (and EV_GATHER_FALLBACK when the reason was a failed batch allocation).
  *
- * Delayed rmap (seed 001): a dirty shared page's map count may only drop after the TLB
+ * Delayed rmap: a dirty shared page's map count may only drop after the TLB
  * flush (until then another CPU may still write it through a stale TLB entry, and a
  * writeback that saw it unmapped would miss that write). Such pages are marked in the
  * batch; the unmap loop must call tlb_flush_mmu_tlbonly() + tlb_flush_rmaps() before it
  * drops the page-table lock (pt_unmap_range does it at the end of every level-1 table).
  * How far a gather holding delayed-rmap pages may grow is the `rmapbatch` variant:
- * `local` = the on-stack bundle only (a flush every 8 pages: the regressed kernel),
- * `multi` = one extra page-sized batch (about one flush per page table: the fix).
+ * `local` = the on-stack bundle only (a flush every MMU_GATHER_BUNDLE pages),
+ * `multi` = one extra page-sized batch (about one flush per page table).
  *
- * Table pages have their own page-sized batch (seeds 000 and 002). After the shootdown
+ * Table pages have their own page-sized batch. After the shootdown
  * a full batch is freed either one table at a time or in one free_pages_bulk() pass
  * (variant `ptfree=loop|bulk`), and either right away or only after a grace period
  * (variant `ptfree_rcu=off|on`: the batch page goes to call_rcu, kernel/rcu.h; the
@@ -48,6 +48,7 @@
 #define BAREMM_MMU_GATHER_H
 
 #include "mm/page.h"
+#include "kernel/options.h"
 #include "kernel/rcu.h"
 
 struct mm_struct;
@@ -98,10 +99,17 @@ struct mmu_gather {
 	uintptr_t __local_entries[MMU_GATHER_BUNDLE];
 };
 
-/* The rmapbatch variant (index into its enum). */
-enum { RMAPBATCH_LOCAL, RMAPBATCH_MULTI };
-/* The ptfree variant. */
-enum { PTFREE_LOOP, PTFREE_BULK };
+/* The `rmapbatch` variant: how many pages a gather holding delayed-rmap pages collects
+ * before it must flush. */
+#define RMAPBATCH_LIST(X)                                                                   \
+	X(RMAPBATCH_LOCAL, "local", "the 8-entry on-stack bundle only")                     \
+	X(RMAPBATCH_MULTI, "multi", "the bundle plus one page-sized batch")
+enum { RMAPBATCH_LIST(OPTION_ENUM_CONST) };
+/* The `ptfree` variant: how a batch of gathered table pages is freed. */
+#define PTFREE_LIST(X)                                                                      \
+	X(PTFREE_LOOP, "loop", "one free_page each")                                        \
+	X(PTFREE_BULK, "bulk", "one free_pages_bulk pass per batch")
+enum { PTFREE_LIST(OPTION_ENUM_CONST) };
 
 void tlb_gather_mmu(struct mmu_gather *tlb, struct mm_struct *mm);
 void tlb_gather_mmu_fullmm(struct mmu_gather *tlb, struct mm_struct *mm);
@@ -175,7 +183,7 @@ static inline enum gather_next gather_next_action(bool active_is_local, bool nex
 {
 	if (delayed_rmap) {
 		/* Delayed rmaps must be flushed before the lock is dropped anyway; how much
-		 * may pile up before that is the seed-001 question. */
+		 * may pile up before that is the `rmapbatch` variant. */
 		if (rmap_policy == RMAPBATCH_LOCAL || !active_is_local)
 			return GATHER_NEXT_FLUSH;
 	}
@@ -188,10 +196,10 @@ static inline enum gather_next gather_next_action(bool active_is_local, bool nex
 
 /* Test hook / fault injection: when true, gather batch pages are never allocated (the
  * fallback paths run). A variant option, `gather_nobatch`. */
-extern bool gather_nobatch;
-extern int gather_rmap_batch;	/* RMAPBATCH_*, the `rmapbatch` variant */
-extern int gather_ptfree;	/* PTFREE_*, the `ptfree` variant (seed 000) */
-extern bool gather_ptfree_rcu;	/* the `ptfree_rcu` variant (seed 002) */
+DECLARE_OPTION_BOOL(gather_nobatch);
+DECLARE_OPTION_ENUM(rmapbatch);		/* RMAPBATCH_* */
+DECLARE_OPTION_ENUM(ptfree);		/* PTFREE_* */
+DECLARE_OPTION_BOOL(ptfree_rcu);	/* free table pages after a grace period */
 
 /* Table pages handed to call_rcu and not yet freed; the most at once since the last
  * reset (benchmarks reset it). */

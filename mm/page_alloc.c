@@ -9,6 +9,7 @@
  */
 #include "mm/page_alloc_internal.h"
 #include "mm/memblock.h"
+#include "kernel/math.h"
 #include "kernel/options.h"
 #include "kernel/panic.h"
 #include "kernel/printk.h"
@@ -18,9 +19,9 @@ struct page *mem_map;
 u64 max_pfn;
 struct zone mm_zone;
 
-DEFINE_OPTION_UINT(min_free_kbytes_opt, "min_free_kbytes", 0, 0, 4194304,
+DEFINE_OPTION_UINT(min_free_kbytes, "min_free_kbytes", 0, 0, 4194304,
 		   "min watermark in KiB (0 = auto: sqrt(16 * managed KiB), 128..262144)");
-DEFINE_OPTION_BOOL(meminfo_opt, "meminfo", false,
+DEFINE_OPTION_BOOL(opt_meminfo, "meminfo", false,
 		   "print buddy free lists, pcp counts, watermarks and stamps at boot");
 
 /* ---------------------------------------------------------------- pageblocks ---- */
@@ -234,26 +235,12 @@ struct page *__rmqueue(unsigned order, int mt, u64 mark)
 
 /* ---------------------------------------------------------------- watermarks ---- */
 
-static u64 int_sqrt(u64 x)
-{
-	u64 r = 0;
-	for (u64 bit = 1ULL << 62; bit; bit >>= 2) {
-		if (x >= r + bit) {
-			x -= r + bit;
-			r = (r >> 1) + bit;
-		} else {
-			r >>= 1;
-		}
-	}
-	return r;
-}
-
 static void setup_watermarks(void)
 {
 	u64 managed = mm_zone.managed_pages;
-	u64 kb = READ_ONCE(min_free_kbytes_opt);
+	u64 kb = READ_ONCE(min_free_kbytes);
 	if (!kb) {
-		kb = int_sqrt((managed << (PAGE_SHIFT - 10)) * 16);
+		kb = isqrt64((managed << (PAGE_SHIFT - 10)) * 16);
 		kb = MAX(kb, 128ULL);
 		kb = MIN(kb, 262144ULL);
 	}
@@ -494,18 +481,6 @@ static unsigned buddy_alloc_bulk(int mt, gfp_t gfp, unsigned nr, struct list_hea
 	return got;
 }
 
-static void list_splice_tail_init(struct list_head *list, struct list_head *head)
-{
-	if (list_empty(list))
-		return;
-	struct list_head *first = list->next, *last = list->prev, *at = head->prev;
-	at->next = first;
-	first->prev = at;
-	last->next = head;
-	head->prev = last;
-	INIT_LIST_HEAD(list);
-}
-
 unsigned alloc_pages_bulk(gfp_t gfp, unsigned nr, struct list_head *list)
 {
 	void *caller = __builtin_return_address(0);
@@ -602,6 +577,6 @@ void page_alloc_print_info(void)
 
 void page_alloc_boot_report(void)
 {
-	if (meminfo_opt)
+	if (opt_meminfo)
 		page_alloc_print_info();
 }

@@ -25,16 +25,16 @@ struct zone {
 	u64 *pageblock_bits;		/* PB_BITS bits per pageblock, packed in u64 words */
 	u64 nr_pageblocks;
 	/* Pageblocks isolated from allocation. Nothing in baremm isolates one, so it stays
-	 * 0; it exists because seed 003's cached migratetype must re-check it for every page
-	 * a bulk free returns (a block may have been isolated while its page sat on a pcp
-	 * list), and that per-page branch is part of what the patch removed. */
+	 * 0; bulk free under pcp_mt=cached re-checks it for every page it returns (a block
+	 * may have been isolated while its page sat on a pcp list, making the cached type
+	 * stale), as the cached scheme must. */
 	u64 isolated_pageblocks;
 	struct free_area free_area[NR_ORDERS];
 } __cacheline_aligned;
 
 extern struct zone mm_zone;
-DECLARE_OPTION_UINT(min_free_kbytes_opt);	/* min_free_kbytes=, 0 = auto */
-DECLARE_OPTION_BOOL(meminfo_opt);		/* meminfo=on|off */
+DECLARE_OPTION_UINT(min_free_kbytes);	/* min_free_kbytes=, 0 = auto */
+DECLARE_OPTION_BOOL(opt_meminfo);		/* meminfo=on|off */
 
 #define PB_BITS 4			/* bits per pageblock in the bitmap */
 #define PB_PER_WORD (64 / PB_BITS)
@@ -57,26 +57,29 @@ static inline int gfp_migratetype(gfp_t gfp)
 	return MIGRATE_UNMOVABLE;
 }
 
-/* Zone lock, interrupts disabled, counted. */
+/* Zone lock with interrupts already disabled (pcp paths), counted; released with
+ * zone_unlock_irqoff(). */
+static inline void zone_lock_irqoff(void)
+{
+	if (spin_lock_and_test_contended(&mm_zone.lock))
+		count_event(EV_ZONE_LOCK_CONTENDED);
+	count_event(EV_ZONE_LOCK);
+}
+static inline void zone_unlock_irqoff(void)
+{
+	spin_unlock(&mm_zone.lock);
+}
+/* The same disabling interrupts; released with zone_unlock(). */
 static inline unsigned long zone_lock(void)
 {
 	unsigned long f = local_irq_save();
-	if (spin_lock_contended(&mm_zone.lock))
-		count_event(EV_ZONE_LOCK_CONTENDED);
-	count_event(EV_ZONE_LOCK);
+	zone_lock_irqoff();
 	return f;
 }
 static inline void zone_unlock(unsigned long f)
 {
-	spin_unlock(&mm_zone.lock);
+	zone_unlock_irqoff();
 	local_irq_restore(f);
-}
-/* The same with interrupts already disabled (pcp paths). */
-static inline void zone_lock_irqoff(void)
-{
-	if (spin_lock_contended(&mm_zone.lock))
-		count_event(EV_ZONE_LOCK_CONTENDED);
-	count_event(EV_ZONE_LOCK);
 }
 
 /* ---- buddy core, zone lock held (page_alloc.c) ---- */

@@ -191,24 +191,24 @@ static void run_stress(struct ktest_ctx *kt, const char *what, u64 ops, bool wid
 
 KTEST_SMP(page_alloc, all_cpus_concurrent, 2)
 {
-	bool pcp_was = pcp_enabled;
-	int mt_was = pcp_mt_mode;
+	bool pcp_was = opt_pcp;
+	int mt_was = pcp_mt;
 	u64 before = nr_free_pages();
 	u64 ev0[NR_EVENTS], ev1[NR_EVENTS];
 	events_snapshot(ev0);
 
-	pcp_enabled = true;
-	pcp_mt_mode = PCP_MT_LOOKUP;
+	opt_pcp = true;
+	pcp_mt = PCP_MT_LOOKUP;
 	run_stress(kt, "pcp on, mt=lookup", 4000, true);
 	check_all(kt, before);
-	pcp_mt_mode = PCP_MT_CACHED;
+	pcp_mt = PCP_MT_CACHED;
 	run_stress(kt, "pcp on, mt=cached", 4000, true);
 	check_all(kt, before);
-	pcp_enabled = false;
+	opt_pcp = false;
 	run_stress(kt, "pcp off", 2000, true);
 	check_all(kt, before);
-	pcp_enabled = pcp_was;
-	pcp_mt_mode = mt_was;
+	opt_pcp = pcp_was;
+	pcp_mt = mt_was;
 
 	events_snapshot(ev1);
 	printk("# zone_lock=%llu contended=%llu pcp_hit=%llu refill=%llu free_bulk=%llu "
@@ -238,9 +238,9 @@ static void fill_pcp_fn(void *info)
 
 KTEST_SMP(page_alloc, remote_drain, 2)
 {
-	bool pcp_was = pcp_enabled;
+	bool pcp_was = opt_pcp;
 	u64 before = nr_free_pages();
-	pcp_enabled = true;
+	opt_pcp = true;
 	on_each_cpu(fill_pcp_fn, NULL, true);
 	unsigned me = smp_processor_id();
 	for (unsigned c = 0; c < nr_cpu_ids; c++) {
@@ -254,7 +254,7 @@ KTEST_SMP(page_alloc, remote_drain, 2)
 	drain_all_pages();
 	for (unsigned c = 0; c < nr_cpu_ids; c++)
 		KT_EXPECT_EQ(pcp_count(c), 0);
-	pcp_enabled = pcp_was;
+	opt_pcp = pcp_was;
 	check_all(kt, before);
 }
 
@@ -275,12 +275,12 @@ static void launch_fn(void *info)
 
 KTEST_SMP(page_alloc, remote_drains_during_stress, 3)
 {
-	bool pcp_was = pcp_enabled;
+	bool pcp_was = opt_pcp;
 	u64 before = nr_free_pages();
 	unsigned me = smp_processor_id();
 	if (me != 0)
 		kt_skip("expects to run on CPU 0");
-	pcp_enabled = true;
+	opt_pcp = true;
 	memset(&stress, 0, sizeof(stress));
 	stress.ops = 4000;
 	stress.seed = event_sum(EV_ZONE_LOCK) + 7;
@@ -304,6 +304,6 @@ KTEST_SMP(page_alloc, remote_drains_during_stress, 3)
 	printk("# %llu remote drains issued, %llu drains of non-empty lists\n",
 	       (unsigned long long)issued, (unsigned long long)(event_sum(EV_PCP_DRAIN) - drains0));
 	KT_EXPECT(issued >= stress.min_drains);
-	pcp_enabled = pcp_was;
+	opt_pcp = pcp_was;
 	check_all(kt, before);
 }

@@ -20,15 +20,14 @@
 #include "kernel/smp.h"
 #include "kernel/string.h"
 
-DEFINE_VARIANT_BOOL(pcp_enabled, "pcp", true,
+DEFINE_VARIANT_BOOL(opt_pcp, "pcp", true,
 		    "per-CPU page lists for orders 0..3 (off: every alloc and free goes to the buddy)");
-DEFINE_VARIANT_UINT(pcp_high_opt, "pcp_high", 0, 0, 1 << 20,
+DEFINE_VARIANT_UINT(opt_pcp_high, "pcp_high", 0, 0, 1 << 20,
 		    "pcp high mark in pages (0 = auto: low watermark / CPUs, at least 4 * batch)");
-DEFINE_VARIANT_UINT(pcp_batch_opt, "pcp_batch", 0, 0, 1 << 16,
+DEFINE_VARIANT_UINT(opt_pcp_batch, "pcp_batch", 0, 0, 1 << 16,
 		    "pcp refill/bulk-free batch in pages (0 = auto: 63 for >= 1 GiB, less below)");
-DEFINE_VARIANT_ENUM(pcp_mt_mode, "pcp_mt", PCP_MT_LOOKUP,
-		    "bulk free learns a page's migratetype: cached at pcp entry | pageblock lookup",
-		    "cached", "lookup");
+DEFINE_VARIANT_ENUM(pcp_mt, "pcp_mt", PCP_MT_LOOKUP, "where bulk free learns a page's migratetype",
+		    PCP_MT_LIST);
 
 struct per_cpu_pages pcp_cpu[NR_CPUS];
 bool pcp_ready;
@@ -75,18 +74,18 @@ void page_alloc_init_pcp(void)
 
 bool pcp_active(void)
 {
-	return pcp_ready && READ_ONCE(pcp_enabled);
+	return pcp_ready && READ_ONCE(opt_pcp);
 }
 
 static inline u32 eff_high(const struct per_cpu_pages *pcp)
 {
-	u64 h = READ_ONCE(pcp_high_opt);
+	u64 h = READ_ONCE(opt_pcp_high);
 	return h ? (u32)h : pcp->high;
 }
 
 static inline u32 eff_batch(const struct per_cpu_pages *pcp, u32 high)
 {
-	u64 b = READ_ONCE(pcp_batch_opt);
+	u64 b = READ_ONCE(opt_pcp_batch);
 	if (!b)
 		b = pcp->batch;
 	if (b > high)
@@ -123,7 +122,7 @@ static unsigned pcp_refill(struct per_cpu_pages *pcp, unsigned order, int mt, gf
 		page->flags |= PG_pcp;
 		list_add_tail(&page->lru, &pcp->lists[idx]);
 	}
-	spin_unlock(&mm_zone.lock);
+	zone_unlock_irqoff();
 	if (got) {
 		pcp->list_count[idx] += got;
 		pcp->count += got << order;
@@ -188,7 +187,7 @@ unsigned pcp_alloc_bulk(int mt, gfp_t gfp, unsigned nr, struct list_head *out)
  */
 static void free_pcppages_bulk(struct per_cpu_pages *pcp, long nr)
 {
-	int mode = READ_ONCE(pcp_mt_mode);
+	int mode = READ_ONCE(pcp_mt);
 	u64 freed = 0, blocks = 0;
 
 	zone_lock_irqoff();
@@ -229,7 +228,7 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, long nr)
 		freed += 1ULL << order;
 		blocks++;
 	}
-	spin_unlock(&mm_zone.lock);
+	zone_unlock_irqoff();
 	count_events(EV_PGFREE_BULK, freed);
 	count_events(EV_PAGEBLOCK_LOOKUP, mode != PCP_MT_CACHED || isolated ? blocks : 0);
 }
@@ -238,7 +237,7 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, long nr)
 static inline void __pcp_free(struct per_cpu_pages *pcp, struct page *page, unsigned order,
 			      int mt)
 {
-	if (READ_ONCE(pcp_mt_mode) == PCP_MT_CACHED) {
+	if (READ_ONCE(pcp_mt) == PCP_MT_CACHED) {
 		page->migratetype = (u8)mt;	/* the cache write */
 		mt = page->migratetype;		/* the list is picked from the cached type */
 	}
@@ -320,9 +319,8 @@ void drain_all_pages(void)
 
 void pcp_print_info(void)
 {
-	static const char *const modes[] = { "cached", "lookup" };
 	printk("meminfo: pcp %s mt=%s high=%u batch=%u (auto high=%u batch=%u)\n",
-	       pcp_active() ? "on" : "off", modes[READ_ONCE(pcp_mt_mode) & 1],
+	       pcp_active() ? "on" : "off", pcp_mt_names[READ_ONCE(pcp_mt)],
 	       pcp_high(0), pcp_batch(0), pcp_cpu[0].high, pcp_cpu[0].batch);
 	for (unsigned c = 0; c < nr_cpu_ids && c < NR_CPUS; c++) {
 		const struct per_cpu_pages *pcp = &pcp_cpu[c];

@@ -7,16 +7,16 @@
 
 #include "kernel/options.h"
 
-/* Values of the `pcp_mt` variant (seed 003). */
-enum pcp_mt_mode {
-	PCP_MT_CACHED = 0,	/* bulk free trusts page->migratetype cached at pcp entry */
-	PCP_MT_LOOKUP = 1,	/* bulk free reads the pageblock bitmap (Linux >= 6.7) */
-};
+/* The `pcp_mt` variant: where bulk free learns a page's migratetype. */
+#define PCP_MT_LIST(X)                                                                      \
+	X(PCP_MT_CACHED, "cached", "page->migratetype, recorded when the page entered the list") \
+	X(PCP_MT_LOOKUP, "lookup", "the pageblock bitmap, read at the free")
+enum pcp_mt { PCP_MT_LIST(OPTION_ENUM_CONST) };
 
-DECLARE_OPTION_BOOL(pcp_enabled);	/* pcp=on|off (variant) */
-DECLARE_OPTION_UINT(pcp_high_opt);	/* pcp_high=N, 0 = auto (variant) */
-DECLARE_OPTION_UINT(pcp_batch_opt);	/* pcp_batch=N, 0 = auto (variant) */
-DECLARE_OPTION_ENUM(pcp_mt_mode);	/* pcp_mt=cached|lookup (variant) */
+DECLARE_OPTION_BOOL(opt_pcp);		/* `pcp` (variant) */
+DECLARE_OPTION_UINT(opt_pcp_high);	/* `pcp_high`, 0 = auto (variant) */
+DECLARE_OPTION_UINT(opt_pcp_batch);	/* `pcp_batch`, 0 = auto (variant) */
+DECLARE_OPTION_ENUM(pcp_mt);		/* PCP_MT_* (variant) */
 
 /* The Linux-style defaults, exposed for tests: batch from managed pages, high from the
  * low watermark split over @ncpus, at least 4 * batch. */

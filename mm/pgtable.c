@@ -21,10 +21,8 @@ u64 pte_nx = _PAGE_NX;
 /* How copy and zap scan a last-level table. Linux reads every slot of the range (512
  * for a whole table); `used` stops once the table's present entries (pt_used) have all
  * been seen, so a sparse table costs its entries instead of 512 reads. */
-DEFINE_VARIANT_ENUM(pt_scan, "pt_scan", PT_SCAN_FULL,
-		    "fork copy and unmap zap of a page table: full = read every slot of the "
-		    "range, as Linux; used = stop after the table's present entries (pt_used)",
-		    "full", "used");
+DEFINE_VARIANT_ENUM(pt_scan, "pt_scan", PT_SCAN_FULL, "fork copy and unmap zap of a page table",
+		    PT_SCAN_LIST);
 
 void pgtable_init_nx(void)
 {

@@ -31,6 +31,7 @@
 #define BAREMM_PGTABLE_H
 
 #include "mm/page.h"
+#include "kernel/options.h"
 
 #define _PAGE_PRESENT (1UL << 0)
 #define _PAGE_RW (1UL << 1)
@@ -138,8 +139,11 @@ u64 pt_replace(u64 *slot, u64 val);
 u64 pt_modify(u64 *slot, u64 clear, u64 set);
 
 /* pt_scan= (variant): how copy and zap scan a last-level table. */
-enum { PT_SCAN_FULL, PT_SCAN_USED };
-extern int pt_scan;
+#define PT_SCAN_LIST(X)                                                                     \
+	X(PT_SCAN_FULL, "full", "read every slot of the range, as Linux")                   \
+	X(PT_SCAN_USED, "used", "stop after the table's present entries (pt_used)")
+enum { PT_SCAN_LIST(OPTION_ENUM_CONST) };
+DECLARE_OPTION_ENUM(pt_scan);
 
 #define PT_MAP_HUGE 0x1u	/* use 2 MiB leaves where va, pa and length allow */
 

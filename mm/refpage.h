@@ -1,5 +1,5 @@
 /*
- * Reference pages (seed 004): a read-only page holding a pattern, mapped by reads of
+ * Reference pages: a read-only page holding a pattern, mapped by reads of
  * reference-page-backed anonymous memory (VM_REFPAGE regions, `refpage_init=refpage`) and
  * copied into a private page on the first write. One page serves every mapper, so reading
  * such memory costs no RSS.
@@ -12,11 +12,17 @@
 #define BAREMM_REFPAGE_H
 
 #include "mm/page.h"
+#include "kernel/options.h"
 
 /* The `refpage_init` variant (mm/fault.c): how new memory in VM_REFPAGE regions gets
  * its contents. */
-enum { REFPAGE_INIT_ZEROPAGE, REFPAGE_INIT_MEMSET, REFPAGE_INIT_REFPAGE };
-extern int refpage_init;
+#define REFPAGE_INIT_LIST(X)                                                                \
+	X(REFPAGE_INIT_ZEROPAGE, "zeropage", "demand-zero anonymous")                       \
+	X(REFPAGE_INIT_MEMSET, "memset", "a fresh page filled with the pattern at the fault") \
+	X(REFPAGE_INIT_REFPAGE, "refpage",                                                  \
+	  "reads map the shared reference page, a write copies it")
+enum { REFPAGE_INIT_LIST(OPTION_ENUM_CONST) };
+DECLARE_OPTION_ENUM(refpage_init);
 
 #define REFPAGE_POOL 32
 #define REFPAGE_DEFAULT_PATTERN 0x5a5aa5a5c3c33c3cULL

@@ -39,16 +39,14 @@ static const char *pcid_unusable(u64 v, unsigned ncpus)
 DEFINE_VARIANT_UINT(tlb_ceiling, "tlb_ceiling", 33, 0, 1UL << 20,
 		    "largest flush (in pages) done with one INVLPG per page; above it a full flush");
 DEFINE_VARIANT_ENUM_HW(tlb_protocol, "tlb_protocol", TLB_PROTO_CONCURRENT, needs_remote,
-		    "shootdown order: sequential = flush locally, then IPI and wait; concurrent "
-		    "= send the IPIs, flush locally while they are in flight, then wait",
-		    "sequential", "concurrent");
+		       "shootdown order", TLB_PROTOCOL_LIST);
 DEFINE_VARIANT_BOOL_HW(tlb_early_ack, "tlb_early_ack", false, needs_remote,
 		    "responders acknowledge before flushing, for flushes that free nothing "
 		    "(no pages, no page tables)");
-DEFINE_VARIANT_BOOL_HW(tlb_lazy_skip, "tlb_lazy", true, needs_remote,
+DEFINE_VARIANT_BOOL_HW(tlb_lazy, "tlb_lazy", true, needs_remote,
 		    "flushes that free no page tables skip CPUs holding the mm lazily (they "
 		    "catch up through the generation when they switch back)");
-DEFINE_VARIANT_BOOL_HW(tlb_pcid, "pcid", true, pcid_unusable,
+DEFINE_VARIANT_BOOL_HW(opt_pcid, "pcid", true, pcid_unusable,
 		       "use PCID (dynamic ASIDs, no-flush CR3 loads); on is refused on a CPU "
 		       "without PCID, where the default becomes off");
 DEFINE_VARIANT_BOOL_HW(tlb_test_skip_remote, "tlb_test_skip_remote", false, needs_remote,
@@ -71,7 +69,7 @@ struct flush_info {
 
 bool tlb_pcid_active(void)
 {
-	return READ_ONCE(tlb_pcid) && boot_cpu.pcid;
+	return READ_ONCE(opt_pcid) && boot_cpu.pcid;
 }
 
 bool tlb_cpu_is_lazy(unsigned cpu)
@@ -220,10 +218,9 @@ static void flush_tlb_func_remote(void *arg)
 static unsigned tlb_pick_targets(struct mm_struct *mm, unsigned self, unsigned flags,
 				 cpumask_t *mask)
 {
-	for (int i = 0; i < CPUMASK_WORDS; i++)
-		mask->bits[i] = atomic_load(&mm->cpumask.bits[i]) & cpu_online_mask.bits[i];
+	cpumask_and_online(mask, &mm->cpumask);
 	cpumask_clear_cpu(self, mask);
-	if (tlb_may_skip_lazy(flags, READ_ONCE(tlb_lazy_skip))) {
+	if (tlb_may_skip_lazy(flags, READ_ONCE(tlb_lazy))) {
 		unsigned cpu, skipped = 0;
 		for_each_cpu(cpu, mask) {
 			if (atomic_load(&cpu_tlbstate[cpu].is_lazy)) {
@@ -340,8 +337,7 @@ void tlb_mm_release(struct mm_struct *mm)
 	if (ts->loaded_mm == mm)
 		leave_mm_local(ts, cpu);
 	cpumask_t mask;
-	for (int i = 0; i < CPUMASK_WORDS; i++)
-		mask.bits[i] = atomic_load(&mm->cpumask.bits[i]) & cpu_online_mask.bits[i];
+	cpumask_and_online(&mask, &mm->cpumask);
 	cpumask_clear_cpu(cpu, &mask);
 	local_irq_restore(irq);
 	if (!cpumask_empty(&mask))

@@ -43,6 +43,7 @@
 
 #include "kernel/types.h"
 #include "kernel/cpumask.h"
+#include "kernel/options.h"
 
 struct mm_struct;
 
@@ -68,14 +69,20 @@ struct tlb_state {
 
 extern struct tlb_state cpu_tlbstate[NR_CPUS];
 
+/* The `tlb_protocol` variant: the order of the local flush and the IPIs. */
+#define TLB_PROTOCOL_LIST(X)                                                                \
+	X(TLB_PROTO_SEQUENTIAL, "sequential", "flush locally, then IPI and wait")           \
+	X(TLB_PROTO_CONCURRENT, "concurrent",                                               \
+	  "send the IPIs, flush locally while they are in flight, then wait")
+enum { TLB_PROTOCOL_LIST(OPTION_ENUM_CONST) };
+
 /* Options (mm/tlbflush.c). Variants are read at every use. */
-extern u64 tlb_ceiling;		/* tlb_ceiling= (pages), variant */
-extern int tlb_protocol;	/* tlb_protocol=sequential|concurrent */
-extern bool tlb_early_ack;	/* tlb_early_ack=on|off */
-extern bool tlb_lazy_skip;	/* tlb_lazy=on|off: skip lazy CPUs when allowed */
-extern bool tlb_pcid;		/* pcid=on|off (only when the CPU has PCID) */
-extern bool tlb_test_skip_remote;	/* test only: never flush remote CPUs */
-enum { TLB_PROTO_SEQUENTIAL, TLB_PROTO_CONCURRENT };
+DECLARE_OPTION_UINT(tlb_ceiling);	/* pages */
+DECLARE_OPTION_ENUM(tlb_protocol);	/* TLB_PROTO_* */
+DECLARE_OPTION_BOOL(tlb_early_ack);
+DECLARE_OPTION_BOOL(tlb_lazy);		/* skip lazy CPUs when allowed */
+DECLARE_OPTION_BOOL(opt_pcid);		/* `pcid`: only when the CPU has PCID */
+DECLARE_OPTION_BOOL(tlb_test_skip_remote);	/* test only: never flush remote CPUs */
 
 /* What the caller does after the flush returns (decides whether early ack is safe). */
 #define TLB_FLUSH_FREED_TABLES 0x1u	/* page-table pages were unhooked and will be freed */
@@ -98,11 +105,11 @@ static inline void flush_tlb_mm_range_nofree(struct mm_struct *mm, u64 start, u6
 }
 static inline void flush_tlb_mm(struct mm_struct *mm)
 {
-	flush_tlb_mm_range(mm, 0, TLB_FLUSH_ALL, 12, true);
+	flush_tlb_mm_range(mm, 0, TLB_FLUSH_ALL, PAGE_SHIFT, true);
 }
 static inline void flush_tlb_page(struct mm_struct *mm, u64 addr)
 {
-	flush_tlb_mm_range(mm, addr, addr + 4096, 12, false);
+	flush_tlb_mm_range(mm, addr, addr + PAGE_SIZE, PAGE_SHIFT, false);
 }
 /* This CPU only, one address (a spurious fault's stale entry). */
 void flush_tlb_one_local(u64 addr);

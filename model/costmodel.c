@@ -31,6 +31,8 @@ enum {
 	EV_CR3_WRITE, EV_TLB_FLUSH_ALL, EV_FENCE, EV_PAUSE, EV_HLT, EV_IO, EV_MEM_ACCESS,
 	/* across CPUs (docs/COSTMODEL.md, "Across CPUs") */
 	EV_C2C, EV_C2C_REMOTE, EV_RFO_INVAL, EV_WAIT, EV_WAIT_CYCLES, EV_IPI_SENT, EV_IPI_WAIT_CYCLES,
+	/* where the memory cycles went, so a figure's difference can be taken apart */
+	EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP,
 	NR_MEV
 };
 static const char *const ev_names[NR_MEV] = {
@@ -38,6 +40,7 @@ static const char *const ev_names[NR_MEV] = {
 	"atomic", "serialise", "iret", "rep_lines", "walk_fail", "coh_inval", "invlpg",
 	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
 	"c2c_transfer", "c2c_remote", "rfo_inval", "wait", "wait_cycles", "ipi_sent", "ipi_wait_cycles",
+	"cyc_cache", "cyc_tlb", "cyc_rep",
 };
 _Static_assert(NR_MEV <= 32, "tb_counts.evmask has 32 bits");
 
@@ -690,9 +693,11 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		}
 		return;
 	}
-	u64 c = translate(v, vi, va);
-	c += data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
-	v->cyc += c;
+	u64 t = translate(v, vi, va);
+	u64 d = data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
+	v->ev[EV_CYC_TLB] += t;
+	v->ev[EV_CYC_CACHE] += d;
+	v->cyc += t + d;
 }
 
 /* A rep string instruction: counted once per execution (QEMU may run its exec callback
@@ -728,10 +733,12 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 	if (!rep_filter_new(&v->rep, line))
 		return;
 	v->ev[EV_REP_LINES]++;
-	u64 c = translate(v, vi, va);
+	u64 t = translate(v, vi, va);
 	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true);
-	c += P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
-	v->cyc += c;
+	u64 r = P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
+	v->ev[EV_CYC_TLB] += t;
+	v->ev[EV_CYC_REP] += r;
+	v->cyc += t + r;
 }
 
 /* ---- TLB-changing instructions (callbacks with register access) ---- */

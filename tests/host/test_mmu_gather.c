@@ -14,7 +14,7 @@ static void setup(void)
 {
 	fake_mem_init(NPAGES);
 	gather_nobatch = false;
-	gather_rmap_batch = RMAPBATCH_MULTI;
+	rmapbatch = RMAPBATCH_MULTI;
 }
 
 /* A page as an unmapped leaf leaves it: one reference, map count 1 when delayed. */
@@ -139,7 +139,7 @@ static void check_delayed_still_mapped(const struct fake_flush *f)
 static u64 delayed_run(int policy, unsigned n)
 {
 	setup();
-	gather_rmap_batch = policy;
+	rmapbatch = policy;
 	struct mmu_gather tlb;
 	watched = &tlb;
 	rmap_violations = 0;

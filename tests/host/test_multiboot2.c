@@ -225,7 +225,7 @@ HTEST(randomized_normalize_matches_model)
 			if (i)
 				HT_ASSERT(r[i - 1].base + r[i - 1].size <= r[i].base);
 			unsigned rank = r[i].type == 1 ? 1 : r[i].type == 3 ? 2 : r[i].type == 4 ? 3 : 4;
-			for (u64 p = r[i].base >> 12; p < (r[i].base + r[i].size) >> 12; p++)
+			for (u64 p = r[i].base >> PAGE_SHIFT; p < (r[i].base + r[i].size) >> PAGE_SHIFT; p++)
 				got[p] = (unsigned char)rank;
 		}
 		HT_ASSERT(memcmp(got, model, sizeof(model)) == 0);

@@ -4,8 +4,12 @@
 
 DEFINE_OPTION_UINT(t_num, "num", 5, 1, 100, "a number");
 DEFINE_OPTION_BOOL(t_flag, "flag", false, "a flag");
-DEFINE_OPTION_ENUM(t_mode, "mode", 1, "a mode", "alpha", "beta", "gamma");
-DEFINE_VARIANT_ENUM(t_var, "var", 0, "a variant", "x", "y");
+#define T_MODE_LIST(X) X(T_ALPHA, "alpha", "first") X(T_BETA, "beta", "second") X(T_GAMMA, "gamma", "third")
+enum { T_MODE_LIST(OPTION_ENUM_CONST) };
+#define T_VAR_LIST(X) X(T_X, "x", "ex") X(T_Y, "y", "why")
+enum { T_VAR_LIST(OPTION_ENUM_CONST) };
+DEFINE_OPTION_ENUM(t_mode, "mode", T_BETA, "a mode", T_MODE_LIST);
+DEFINE_VARIANT_ENUM(t_var, "var", T_X, "a variant", T_VAR_LIST);
 DEFINE_OPTION_STRING(t_str, "str", "dflt", "a string");
 DEFINE_OPTION_UINT(t_big, "big", 0, 0, ~0ULL, "any number");
 
@@ -19,7 +23,9 @@ static const char *hw_check(u64 v, unsigned ncpus)
 	return ncpus == 1 ? "needs two CPUs" : NULL;
 }
 DEFINE_VARIANT_BOOL_HW(t_hw, "hw", true, hw_check, "a hardware switch");
-DEFINE_VARIANT_ENUM_HW(t_hwe, "hwe", 1, hw_check, "a hardware enum", "plain", "fancy");
+#define T_HWE_LIST(X) X(T_PLAIN, "plain", "no feature needed") X(T_FANCY, "fancy", "needs the feature")
+enum { T_HWE_LIST(OPTION_ENUM_CONST) };
+DEFINE_VARIANT_ENUM_HW(t_hwe, "hwe", T_FANCY, hw_check, "a hardware enum", T_HWE_LIST);
 
 static char err[OPT_ERRLEN];
 static bool help;
@@ -134,6 +140,19 @@ HTEST(variant_flag_and_lookup)
 	char v[32];
 	option_format_value(o, v, sizeof(v));
 	HT_EXPECT(!strcmp(v, "y"));
+}
+
+HTEST(enum_from_one_list)
+{
+	/* the constants, the allowed values and the help text come from the same list */
+	HT_EXPECT_EQ(T_GAMMA, 2);
+	HT_EXPECT(!strcmp(t_mode_names[T_GAMMA], "gamma"));
+	HT_EXPECT(t_mode_names[3] == NULL);
+	struct option_desc *o = option_find("mode", 4);
+	HT_ASSERT(o != NULL);
+	HT_EXPECT(!strcmp(o->help, "a mode; alpha = first; beta = second; gamma = third"));
+	HT_ASSERT(parse("mode=alpha") == 0);
+	HT_EXPECT_EQ(t_mode, T_ALPHA);
 }
 
 HTEST(hardware_switch_refused_with_reason)

@@ -56,7 +56,7 @@ HTEST(init_builds_mem_map_and_frees_unreserved)
 HTEST(split_and_merge_restore_free_lists)
 {
 	env_setup(64, 1);
-	pcp_enabled = false;
+	opt_pcp = false;
 	u64 before[NR_ORDERS][MIGRATE_TYPES], after[NR_ORDERS][MIGRATE_TYPES];
 	snapshot_nr_free(before);
 	u64 free0 = nr_free_pages();
@@ -95,7 +95,7 @@ HTEST(no_merge_across_holes_or_past_max_pfn)
 	/* RAM [1 MiB, 9 MiB) and [9 MiB + 4 KiB, 17 MiB): one page hole at 9 MiB. */
 	struct env_range mem[] = { { 0x100000, 8 << 20 }, { (9 << 20) + 0x1000, (8 << 20) - 0x1000 } };
 	env_setup_ranges(mem, 2, NULL, 0, 1, false);
-	pcp_enabled = false;
+	opt_pcp = false;
 	u64 hole = (9 << 20) >> PAGE_SHIFT;
 	HT_EXPECT(pfn_to_page(hole)->flags & PG_reserved);
 	/* The page after the hole heads an order-0 block whose buddy is the hole. */
@@ -105,7 +105,7 @@ HTEST(no_merge_across_holes_or_past_max_pfn)
 	HT_EXPECT_EQ(env_check(), 0);
 	/* Exhaust and refill everything: still consistent, hole untouched. */
 	LIST_HEAD(l);
-	min_free_kbytes_opt = 4;
+	min_free_kbytes = 4;
 	env_setup_ranges(mem, 2, NULL, 0, 1, true);
 	u64 managed = nr_managed_pages();
 	u64 n = env_exhaust(GFP_USER | __GFP_ATOMIC, &l);
@@ -201,7 +201,7 @@ HTEST(watermarks_linux_way)
 HTEST(exhaustion_fails_cleanly_and_recovers)
 {
 	env_setup(32, 1);
-	pcp_enabled = false;
+	opt_pcp = false;
 	LIST_HEAD(l);
 	u64 managed = nr_managed_pages(), min = zone_wmark(WMARK_MIN);
 	u64 n = env_exhaust(GFP_KERNEL, &l);
@@ -223,7 +223,7 @@ HTEST(exhaustion_fails_cleanly_and_recovers)
 
 	/* The same with pcp on: pages parked on the local pcp lists are recovered by the
 	 * drain-and-retry slow path. */
-	pcp_enabled = true;
+	opt_pcp = true;
 	n = env_exhaust(GFP_USER, &l);
 	HT_EXPECT_EQ(n, managed - min);
 	env_free_list(&l);
@@ -239,7 +239,7 @@ HTEST(exhaustion_fails_cleanly_and_recovers)
 HTEST(unmovable_claims_a_movable_pageblock)
 {
 	env_setup(64, 1);
-	pcp_enabled = false;
+	opt_pcp = false;
 	u64 steals = ev(EV_PAGEBLOCK_STEAL);
 	struct page *p = alloc_pages(GFP_KERNEL, 0);
 	HT_ASSERT(p);
@@ -290,10 +290,10 @@ static u64 full_pageblock(struct page **by_pfn, u64 after)
 
 HTEST(fallback_borrows_or_claims_by_free_share)
 {
-	min_free_kbytes_opt = 4;	/* min watermark of one page: exhaust (almost) fully */
+	min_free_kbytes = 4;	/* min watermark of one page: exhaust (almost) fully */
 	struct env_range mem[] = { { 0x100000, 32 << 20 } };
 	env_setup_ranges(mem, 1, NULL, 0, 1, true);
-	pcp_enabled = false;
+	opt_pcp = false;
 	struct page **all = grab_all(GFP_USER);
 	u64 pb1 = full_pageblock(all, 1), pb2 = full_pageblock(all, pb1 + 1);
 	HT_ASSERT(pb1 && pb2);
@@ -391,14 +391,14 @@ HTEST(debug_catches_bad_frees_and_poison)
 	HT_EXPECT_EQ(env_check(), 0);		/* the bad free was refused */
 
 	/* double free of a page merged into a larger buddy block */
-	pcp_enabled = false;
+	opt_pcp = false;
 	struct page *q = alloc_pages(GFP_KERNEL, 0);
 	HT_ASSERT(q);
 	free_pages(q, 0);	/* back in the buddy (merged or not) */
 	free_pages(q, 0);
 	HT_EXPECT_EQ(page_debug_errors, 2);
 	HT_EXPECT_EQ(page_debug_last_pfn, page_to_pfn(q));
-	pcp_enabled = true;
+	opt_pcp = true;
 
 	struct page *m = alloc_pages(GFP_USER, 0);
 	HT_ASSERT(m);

@@ -35,14 +35,14 @@ void on_each_cpu(smp_call_func_t fn, void *info, bool wait)
 
 static __unused void env_reset_options(void)
 {
-	pcp_enabled = true;
-	pcp_high_opt = 0;
-	pcp_batch_opt = 0;
-	pcp_mt_mode = PCP_MT_LOOKUP;
+	opt_pcp = true;
+	opt_pcp_high = 0;
+	opt_pcp_batch = 0;
+	pcp_mt = PCP_MT_LOOKUP;
 	page_debug = false;
 	page_debug_nopanic = false;
 	page_debug_errors = 0;
-	min_free_kbytes_opt = 0;
+	min_free_kbytes = 0;
 }
 
 struct env_range {

@@ -79,12 +79,12 @@ HTEST(random_ops_against_model)
 		page_debug = debug_phase;
 		if (i % 20000 == 0) {
 			if (rnd(s) % 4 == 0)
-				pcp_enabled = !pcp_enabled;
+				opt_pcp = !opt_pcp;
 			if (rnd(s) % 4 == 0)
-				pcp_mt_mode = pcp_mt_mode == PCP_MT_CACHED ? PCP_MT_LOOKUP : PCP_MT_CACHED;
+				pcp_mt = pcp_mt == PCP_MT_CACHED ? PCP_MT_LOOKUP : PCP_MT_CACHED;
 			if (rnd(s) % 6 == 0) {
-				pcp_batch_opt = rnd(s) % 2 ? 0 : 1 + rnd(s) % 40;
-				pcp_high_opt = rnd(s) % 2 ? 0 : 1 + rnd(s) % 300;
+				opt_pcp_batch = rnd(s) % 2 ? 0 : 1 + rnd(s) % 40;
+				opt_pcp_high = rnd(s) % 2 ? 0 : 1 + rnd(s) % 300;
 			}
 		}
 		host_cpu_id = (unsigned)(rnd(s) % NCPUS);
@@ -192,7 +192,7 @@ HTEST(random_ops_against_model)
 	HT_EXPECT(ev(EV_PAGEBLOCK_STEAL) > 0);
 	for (u64 k = 0; k < nheld; k++)
 		free_pages(held[k].page, held[k].order);
-	pcp_enabled = true;
+	opt_pcp = true;
 	drain_all_pages();
 	HT_EXPECT_EQ(nr_free_buddy_pages(), managed);
 	HT_EXPECT_EQ(env_check(), 0);
@@ -261,9 +261,9 @@ static void *thread_fn(void *arg)
 static void run_threads(int mode, int *ht_failures)
 {
 	env_setup(32, NCPUS);
-	pcp_mt_mode = mode;
-	pcp_batch_opt = 8;
-	pcp_high_opt = 48;
+	pcp_mt = mode;
+	opt_pcp_batch = 8;
+	opt_pcp_high = 48;
 	t_owned = calloc(max_pfn, 1);
 	t_bad = 0;
 	/* Ticket locks and more spinning threads than host CPUs don't mix (a preempted

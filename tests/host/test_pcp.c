@@ -4,8 +4,8 @@
 
 static void pcp_params(u64 batch, u64 high)
 {
-	pcp_batch_opt = batch;
-	pcp_high_opt = high;
+	opt_pcp_batch = batch;
+	opt_pcp_high = high;
 }
 
 HTEST(refill_takes_batch_under_one_lock)
@@ -180,7 +180,7 @@ HTEST(drain_local_remote_all)
 HTEST(pcp_off_goes_straight_to_buddy)
 {
 	env_setup(64, 1);
-	pcp_enabled = false;
+	opt_pcp = false;
 	u64 locks = ev(EV_ZONE_LOCK);
 	struct page *p = alloc_pages(GFP_USER, 0);
 	free_pages(p, 0);
@@ -190,13 +190,13 @@ HTEST(pcp_off_goes_straight_to_buddy)
 	HT_EXPECT_EQ(ev(EV_PGFREE_BUDDY), 1);
 	HT_EXPECT_EQ(ev(EV_PGALLOC_PCP_HIT), 0);
 	/* __GFP_NOPCP bypasses the lists when they are on */
-	pcp_enabled = true;
+	opt_pcp = true;
 	p = alloc_pages(GFP_USER | __GFP_NOPCP, 0);
 	HT_EXPECT_EQ(ev(EV_PGALLOC_BUDDY), 2);
 	free_pages(p, 0);		/* frees still go through the pcp */
 	HT_EXPECT_EQ(pcp_count(0), 1);
 	/* switching off with pages parked: they stay counted and come back on drain */
-	pcp_enabled = false;
+	opt_pcp = false;
 	HT_EXPECT_EQ(nr_free_pages(), nr_managed_pages());
 	HT_EXPECT_EQ(env_check(), 0);
 	drain_local_pages();
@@ -210,11 +210,11 @@ HTEST(pcp_off_goes_straight_to_buddy)
  */
 static u64 stolen_pageblock(int mode, bool isolated, int *ht_failures, u64 *lookups_in_drain)
 {
-	min_free_kbytes_opt = 4;
+	min_free_kbytes = 4;
 	struct env_range mem[] = { { 0x100000, 32 << 20 } };
 	env_setup_ranges(mem, 1, NULL, 0, 1, true);
-	pcp_mt_mode = mode;
-	pcp_enabled = false;
+	pcp_mt = mode;
+	opt_pcp = false;
 	struct page **all = calloc(max_pfn, sizeof(*all));
 	struct page *p;
 	while ((p = alloc_pages(GFP_USER | __GFP_ATOMIC, 0)))
@@ -234,12 +234,12 @@ static u64 stolen_pageblock(int mode, bool isolated, int *ht_failures, u64 *look
 	u64 base = pb << PAGEBLOCK_ORDER;
 	struct page *P = all[base + 511];
 	all[base + 511] = NULL;
-	pcp_enabled = true;
+	opt_pcp = true;
 	free_pages(P, 0);				/* onto the movable pcp list */
 	HT_EXPECT(P->flags & PG_pcp);
 	if (mode == PCP_MT_CACHED)
 		HT_EXPECT_EQ(P->migratetype, MIGRATE_MOVABLE);
-	pcp_enabled = false;
+	opt_pcp = false;
 	for (u64 i = 1; i < 511; i++) {			/* page `base` stays allocated */
 		free_pages(all[base + i], 0);
 		all[base + i] = NULL;
@@ -256,7 +256,7 @@ static u64 stolen_pageblock(int mode, bool isolated, int *ht_failures, u64 *look
 	HT_EXPECT_EQ(r.stale_blocks, 0);
 
 	u64 lk = ev(EV_PAGEBLOCK_LOOKUP);
-	pcp_enabled = true;
+	opt_pcp = true;
 	mm_zone.isolated_pageblocks = isolated;
 	drain_local_pages();
 	mm_zone.isolated_pageblocks = 0;
@@ -335,7 +335,7 @@ HTEST(bulk_alloc_and_free_one_lock_per_batch)
 	HT_EXPECT_EQ(env_check(), 0);
 
 	/* pcp off: chunks of `batch` straight from/to the buddy */
-	pcp_enabled = false;
+	opt_pcp = false;
 	drain_local_pages();
 	locks = ev(EV_ZONE_LOCK);
 	n = alloc_pages_bulk(GFP_KERNEL, 1000, &l);

@@ -17,9 +17,9 @@ static void setup(void)
 {
 	fake_mem_init(NPAGES);
 	gather_nobatch = false;
-	gather_rmap_batch = RMAPBATCH_MULTI;
-	gather_ptfree = PTFREE_LOOP;
-	gather_ptfree_rcu = false;
+	rmapbatch = RMAPBATCH_MULTI;
+	ptfree = PTFREE_LOOP;
+	ptfree_rcu = false;
 	gather_tables_waiting = gather_tables_waiting_peak = 0;
 }
 
@@ -27,22 +27,22 @@ HTEST(decide_skip_range_full)
 {
 	const u64 A = 0x40000000;
 	/* caught up: nothing, whatever the range */
-	HT_EXPECT_EQ(tlb_flush_decide(5, 5, 5, A, A + 4096, 12, 33), TLB_KIND_SKIP);
-	HT_EXPECT_EQ(tlb_flush_decide(6, 5, 5, 0, TLB_FLUSH_ALL, 12, 33), TLB_KIND_SKIP);
+	HT_EXPECT_EQ(tlb_flush_decide(5, 5, 5, A, A + PAGE_SIZE, PAGE_SHIFT, 33), TLB_KIND_SKIP);
+	HT_EXPECT_EQ(tlb_flush_decide(6, 5, 5, 0, TLB_FLUSH_ALL, PAGE_SHIFT, 33), TLB_KIND_SKIP);
 	/* exactly this request pending: its range up to the ceiling */
-	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A + 33 * 4096, 12, 33), TLB_KIND_RANGE);
-	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A + 34 * 4096, 12, 33), TLB_KIND_FULL);
-	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A + 1 * 4096, 12, 0), TLB_KIND_FULL);
-	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, 0, TLB_FLUSH_ALL, 12, 33), TLB_KIND_FULL);
+	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A + 33 * PAGE_SIZE, PAGE_SHIFT, 33), TLB_KIND_RANGE);
+	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A + 34 * PAGE_SIZE, PAGE_SHIFT, 33), TLB_KIND_FULL);
+	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A + 1 * PAGE_SIZE, PAGE_SHIFT, 0), TLB_KIND_FULL);
+	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, 0, TLB_FLUSH_ALL, PAGE_SHIFT, 33), TLB_KIND_FULL);
 	/* 2 MiB stride: 33 huge pages are 33 strides */
 	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A + 33 * PMD_SIZE, PMD_SHIFT, 33), TLB_KIND_RANGE);
 	/* several pending (another request moved the generation, or we were behind) */
-	HT_EXPECT_EQ(tlb_flush_decide(4, 6, 5, A, A + 4096, 12, 33), TLB_KIND_FULL);
-	HT_EXPECT_EQ(tlb_flush_decide(3, 5, 5, A, A + 4096, 12, 33), TLB_KIND_FULL);
+	HT_EXPECT_EQ(tlb_flush_decide(4, 6, 5, A, A + PAGE_SIZE, PAGE_SHIFT, 33), TLB_KIND_FULL);
+	HT_EXPECT_EQ(tlb_flush_decide(3, 5, 5, A, A + PAGE_SIZE, PAGE_SHIFT, 33), TLB_KIND_FULL);
 	/* an empty range still catches the generation up (nothing to invalidate) */
-	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A, 12, 33), TLB_KIND_RANGE);
-	HT_EXPECT(!tlb_flush_wants_full(A, A, 12, 33));
-	HT_EXPECT(tlb_flush_wants_full(0, TLB_FLUSH_ALL, 12, 1000000));
+	HT_EXPECT_EQ(tlb_flush_decide(4, 5, 5, A, A, PAGE_SHIFT, 33), TLB_KIND_RANGE);
+	HT_EXPECT(!tlb_flush_wants_full(A, A, PAGE_SHIFT, 33));
+	HT_EXPECT(tlb_flush_wants_full(0, TLB_FLUSH_ALL, PAGE_SHIFT, 1000000));
 }
 
 HTEST(lazy_and_early_ack_rules)
@@ -126,11 +126,11 @@ static void note_frees(const struct fake_flush *f)
 	frees_at_flush = event_sum(EV_PGTABLE_FREE);
 }
 
-static void free_tables_run(int ptfree, bool rcu, unsigned n)
+static void free_tables_run(int mode, bool rcu, unsigned n)
 {
 	setup();
-	gather_ptfree = ptfree;
-	gather_ptfree_rcu = rcu;
+	ptfree = mode;
+	ptfree_rcu = rcu;
 	fake_flush_hook = note_frees;
 	frees_at_flush = ~0ULL;
 	struct mmu_gather tlb;

@@ -26,7 +26,7 @@ static void setup(void)
 	}
 	fake_flush_hook = NULL;
 	refpage_init = REFPAGE_INIT_REFPAGE;
-	gather_rmap_batch = RMAPBATCH_MULTI;
+	rmapbatch = RMAPBATCH_MULTI;
 }
 
 static int fault_errors;
@@ -217,11 +217,11 @@ HTEST(shared_file_dirty_tracking)
 	a3 = (u64)vm_mmap(m1, 0, 64 * PAGE_SIZE, VM_READ | VM_WRITE, VM_FILE_SHARED, f);
 	for (int i = 0; i < 64; i++)
 		wr(m1, a3 + (u64)i * PAGE_SIZE, (u8)i);
-	gather_rmap_batch = RMAPBATCH_LOCAL;
+	rmapbatch = RMAPBATCH_LOCAL;
 	fl0 = fake_nr_flushes;
 	vm_munmap(m1, a3, 64 * PAGE_SIZE);
 	HT_EXPECT_EQ(fake_nr_flushes, fl0 + 64 / MMU_GATHER_BUNDLE + 1);
-	gather_rmap_batch = RMAPBATCH_MULTI;
+	rmapbatch = RMAPBATCH_MULTI;
 	HT_EXPECT_EQ(fault_errors, 0);
 	mm_put(m1);
 	mm_put(m2);

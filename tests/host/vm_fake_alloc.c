@@ -32,7 +32,7 @@ void (*fake_flush_hook)(const struct fake_flush *f);
 static void *membuf;
 static u64 *free_stack;
 static u64 nr_free, nr_managed;
-static u64 kernel_root[512] __attribute__((aligned(4096)));
+static u64 kernel_root[512] __attribute__((aligned(PAGE_SIZE)));
 
 void fake_mem_fini(void)
 {

@@ -129,30 +129,76 @@ def gen_linux(root, problems):
          "baremm", "baremm / Linux", "baremm / Linux -erms"], rows, left=2)
 
 
+def gen_linux_model(root, problems):
+    """The same rows in model cycles: Linux and baremm booted under the cost model with
+    the same profile (reference.json sets model:<profile>, baseline-model-<profile>.json)."""
+    ref = _load(os.path.join(root, "tools", "linux-ref", "reference.json"))
+    out = []
+    for prof in runner.model_profiles(root):
+        lset = ref["sets"].get("model:" + prof)
+        bpath = os.path.join(root, perfcheck.model_baseline(prof))
+        if lset is None or not os.path.exists(bpath):
+            problems.append("linux-vs-baremm-model: no %s for profile %s" % (
+                "model:%s set in tools/linux-ref/reference.json" % prof if lset is None
+                else perfcheck.model_baseline(prof), prof))
+            out.append("**%s**: not measured (`tools/linux-ref/run.sh boot 1 model:%s all`, "
+                       "`tools/baremm perf-check --update --model %s --only vm-1cpu`)."
+                       % (prof, prof, prof))
+            continue
+        b = _load(bpath)
+        g = b.get("git", {})
+        build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
+        rows = []
+        for what, key, ours in LINUX_ROWS:
+            lm = lset["figures"].get(key)
+            o = b["figures"].get(ours) if ours else None
+            if ours and o is None:
+                problems.append("linux-vs-baremm-model: %s is not in %s" % (ours, bpath))
+            if lm is None:
+                continue
+            om = o["median"] if o else None
+            instr = ref["sets"][ref["reference_set"]]["figures"].get(key)
+            rows.append([what, "`%s`" % key, _num(lm), "%.2f" % (lm / instr) if instr else "-",
+                         "`%s` %s" % (ours.split(": ", 1)[1], _num(om)) if o else "-",
+                         "**%.2f**" % (om / lm) if o else "-"])
+        out.append("**Profile %s.** Linux: `%s`. baremm: `%s`, %s. Unit: model cycles per "
+                   "operation." % (prof, lset["command"], perfcheck.model_baseline(prof),
+                                   _stamp(build, problems, perfcheck.model_baseline(prof))))
+        out.append(md_table(["work (op)", "Linux figure", "Linux, model cycles",
+                             "Linux cycles per -erms instruction", "baremm, model cycles",
+                             "baremm / Linux"], rows, left=2))
+    return "\n\n".join(out)
+
+
 # ---------------------------------------------------------------- EXPERIMENTS.md
 
 def gen_seed(ident):
     def gen(root, problems):
         exp = ex.EXPERIMENTS[ident]
         parts = []
-        for mode, icount in MODES:
-            path = os.path.join(root, DATA_DIR, ex.data_name(ident, icount))
+        modes = [(mode, icount, None) for mode, icount in MODES] + \
+            [("model " + p, True, p) for p in runner.model_profiles(root)]
+        for mode, icount, model in modes:
+            path = os.path.join(root, DATA_DIR, ex.data_name(ident, icount, model=model))
             if not os.path.exists(path):
-                problems.append("%s: missing (run `make seeds`)" % os.path.relpath(path, root))
-                parts.append("**%s**: no saved run (`make seeds` writes `%s`)." % (
-                    mode, os.path.relpath(path, root)))
+                how = "make seeds MODEL=%s" % model if model else "make seeds"
+                problems.append("%s: missing (run `%s`)" % (os.path.relpath(path, root), how))
+                parts.append("**%s**: no saved run (`%s` writes `%s`)." % (
+                    mode, how, os.path.relpath(path, root)))
                 continue
             parts.append(seed_block(exp, _load(path), icount, problems,
-                                    os.path.relpath(path, root)))
+                                    os.path.relpath(path, root), model=model))
         return "\n\n".join(parts)
     return gen
 
 
-def seed_block(exp, s, icount, problems, path):
+def seed_block(exp, s, icount, problems, path, model=None):
     m = s.get("machine") or {}
     results = ex.selected(exp, s.get("results", []))
-    cmd = "tools/baremm experiment %s%s" % (exp.id, " --icount" if icount else "")
+    cmd = "tools/baremm experiment %s%s" % (exp.id, " --model " + model if model else
+                                            " --icount" if icount else "")
     out = ["**%s** (`%s`; %s; boot `%s`, %d CPU%s; data `%s`):" % (
+        "Cost model, profile %s (model cycles)" % model if model else
         "Deterministic mode (icount)" if icount else "TCG", cmd,
         _stamp(m.get("build"), problems, path), "`, `".join(s.get("cmdlines", [])),
         s.get("smp", 0), "" if s.get("smp") == 1 else "s", path)]
@@ -164,7 +210,7 @@ def seed_block(exp, s, icount, problems, path):
     for head, rows in ex.event_tables(exp, results):
         out.append("Events per operation, `%s`:\n\n%s" % (head[0], md_table(
             ["event"] + ["`%s`" % h for h in head[1:]], rows)))
-    v = ex.Analysis(exp, results, icount, m).verdict()
+    v = ex.Analysis(exp, results, icount, m, model=model).verdict()
     out.append("Verdict: **%s**. %s" % (v["agree"], v["text"]))
     return "\n\n".join(out)
 
@@ -173,7 +219,8 @@ def seed_block(exp, s, icount, problems, path):
 
 FILES = {
     os.path.join("docs", "RESULTS.md"): (("perf-baseline", gen_baseline),
-                                        ("linux-vs-baremm", gen_linux)),
+                                        ("linux-vs-baremm", gen_linux),
+                                        ("linux-vs-baremm-model", gen_linux_model)),
     os.path.join("docs", "EXPERIMENTS.md"): tuple(("seed-%s" % i, gen_seed(i))
                                                   for i in ex.ORDER),
 }

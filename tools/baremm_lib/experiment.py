@@ -35,6 +35,7 @@ class Experiment:
     cost: Tuple[str, ...] = ()      # the two values whose figures are projected (default:
                                     # the first two)
     icount_note: str = ""           # what an instruction count cannot show here
+    model_note: str = ""            # what the cost model leaves out that matters here
     smp: int = 2
     mem: str = "512M"
     extra: str = ""                 # more command-line words (TCG and icount)
@@ -234,6 +235,10 @@ EXPERIMENTS = {
                            ("sparse_munmap gib=1,slot=0", "pt_alloc")),
                           "Linux: one fork+exit of a tiny process plus, per table page of "
                           "ours, one table built by a read fault and freed by munmap"),
+        model_note="contention between the 30 containers' CPUs (zone-lock and struct page "
+                   "cache lines bouncing between cores) exists only in the cross-CPU model; "
+                   "one CPU shows the per-page work alone, and the in-order model gives the "
+                   "loop's independent frees no overlap.",
         key_events=("pt_alloc", "pt_free", "ptfree_bulk", "free_pcp", "free_bulk",
                     "zone_lock", "flush_req", "full_flush"),
         icount_extra="bench_cpus=1",
@@ -256,6 +261,9 @@ EXPERIMENTS = {
         linux=V.LinuxCost((("pf1 8MiB", 1),),
                           "Linux's figure is an anonymous fault with its share of mmap and "
                           "munmap (`pf1`); ours is a shared-file fault"),
+        model_note="the in-order model gives the remote flush no overlap with other work; "
+                   "IPI and cache-line transfer costs across CPUs come from the cross-CPU "
+                   "model (docs/COSTMODEL.md), which prices them from the profile.",
         key_events=("fault_shared", "rmap_remove", "force_flush", "gather_flush",
                     "flush_req", "flush_ipi", "ipi_sent", "invlpg", "full_flush"),
         model_smp=16,   # the thread's 16 threads
@@ -283,6 +291,9 @@ EXPERIMENTS = {
         # Interleaved in one boot: each tlb.ptfree_rcu round ends with rcu_barrier()
         # inside its timed region, so an `on` round pays for its own deferred frees and
         # never leaves them to the next (`off`) round.
+        model_note="the grace period's wait is not a cost of the fork+exit itself; the "
+                   "model prices where the deferred frees put the memory (cache and pcp "
+                   "hotness), not the RCU machinery of a loaded system.",
         key_events=("pt_alloc", "pt_free", "flush_req", "ipi_sent", "free_pcp", "free_bulk"),
         alt={"bench": "vm.sparse_tables", "smp": 2}),
     "003": Experiment(
@@ -305,6 +316,9 @@ EXPERIMENTS = {
         icount_note="An instruction count cannot show the thread's gain in cycles (fewer "
                     "stores and branch misses); judge the time claim under TCG on a quiet "
                     "host, KVM or hardware.",
+        model_note="branch mispredictions and store-buffer effects, which the thread "
+                   "names for its fewer cycles at more instructions: the model is in-order "
+                   "and blocking, every branch predicted and every store priced like a load.",
         key_events=("alloc_pcp", "free_pcp", "pcp_refill", "free_bulk", "pb_lookup",
                     "zone_lock", "zone_contended"),
         icount_extra="bench_cpus=1",
@@ -335,6 +349,9 @@ EXPERIMENTS = {
                     "whole-page zeroing and copying weigh more than on hardware with fast "
                     "strings (docs/RESULTS.md).",
         smp=1,
+        model_note="memory bandwidth of a whole program (pdfium) and page-cache "
+                   "prefetch; rep stos/movs are priced per cache line from the profile's "
+                   "rep_line/rep_mem_line, not per byte.",
         key_events=("fault", "fault_anon", "fault_ref", "alloc_pcp", "pt_alloc",
                     "flush_req")),
 }

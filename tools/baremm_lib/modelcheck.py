@@ -10,7 +10,10 @@ model once per profile and checks what the profile file says they must show:
 - TLB reach: while the pages fit the L1 dTLB, no TLB cost; up to the STLB size, one
   stlb_lat more; beyond it, one page walk per load;
 - INVLPG then a load costs exactly one walk, a load alone none;
-- a CR3 reload keeps a global entry (no walk) and drops a non-global one (one walk).
+- a CR3 reload keeps a global entry (no walk) and drops a non-global one (one walk);
+- across two CPUs (modelcheck_smp): a cache-line ping-pong costs two core-to-core
+  transfers per round trip, an empty IPI round trip about twice the profile's IPI
+  latency plus interrupt entry and exit.
 
 The expectations come from the profile file alone, so a profile or model change that
 moves a plateau fails here. The check functions read parsed results only, so they are
@@ -19,7 +22,7 @@ unit-tested on synthetic figures (tests/tools/test_modelcheck.py).
 import os
 import sys
 
-from . import runner, status as st
+from . import modelcheck_smp, runner, status as st
 
 TOLERANCE = 0.05            # relative, as issue 10 states it
 CMDLINE = "bench=model.*"
@@ -195,9 +198,17 @@ def run(profiles, out=sys.stdout, no_build=False, keep=None):
             failed += 1
         else:
             passed += 1
-        out.write("model-check %s: %s (%d figures, %.0f s)\n"
+        out.write("model-check %s: %s (one CPU: %d figures, %.0f s)\n"
                   % (name, "FAIL" if fails else "ok", len(rec["results"]),
                      rec["qemu"]["duration_s"]))
+        # across CPUs: a line ping-pong is two transfers, an IPI round trip two latencies
+        # plus entry and exit (modelcheck_smp, -smp 2)
+        p, f, fails = modelcheck_smp.run(name, os.path.join(d, "smp2"))
+        for x in fails:
+            out.write("model-check %s: FAIL %s\n" % (name, x))
+        passed, failed = passed + p, failed + f
+        out.write("model-check %s: %s (two CPUs: %d passed, %d failed)\n"
+                  % (name, "FAIL" if f else "ok", p, f))
     return passed, failed
 
 

@@ -280,7 +280,13 @@ def load_baseline(path):
     return b
 
 
-def run_entries(cfg, top, out, icount=True, repeat=1, iso=None):
+def model_baseline(profile):
+    """The baseline of a cost-model profile: model cycles per operation of the same
+    entries (make perf-baseline MODEL=PROFILE; docs/RESULTS.md compares them with Linux)."""
+    return os.path.join("tests", "perf", "baseline-model-%s.json" % runner.safe_name(profile))
+
+
+def run_entries(cfg, top, out, icount=True, repeat=1, iso=None, model=None):
     """Boot every entry (repeat times). Returns (figures of the first pass, boot failures,
     determinism: list of (figure, values) that differed between passes)."""
     figures, failures, differ = {}, [], []
@@ -288,24 +294,25 @@ def run_entries(cfg, top, out, icount=True, repeat=1, iso=None):
     if made:
         iso = private_iso(top)
     try:
-        _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ)
+        _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ, model)
     finally:
         if made:
             remove_copy(iso)
     return figures, failures, differ
 
 
-def _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ):
+def _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ, model=None):
     for e in cfg["entries"]:
         passes = []
         n = max(repeat, e.get("repeat", 1))
         for k in range(n):
             d = runner.new_dir(top, e["name"] + ("-%d" % (k + 1) if n > 1 else ""))
             c = {"cmdline": e["cmdline"], "smp": e["smp"], "mem": e["mem"], "cpu": "max",
-                 "firmware": "bios", "accel": "tcg", "icount": icount,
-                 "timeout": e["timeout"]}
+                 "firmware": "bios", "accel": "tcg", "icount": icount, "model": model,
+                 "timeout": e["timeout"] * (3 if model else 1)}
             out.write("baremm: perf-check: booting [%s] smp=%d%s: %s\n"
-                      % (e["name"], e["smp"], " icount" if icount else "", e["cmdline"]))
+                      % (e["name"], e["smp"], " model=%s" % model if model else
+                         " icount" if icount else "", e["cmdline"]))
             out.flush()
             rec, _ = runner.boot(c, d, name=e["name"], iso=iso)
             out.write("baremm: perf-check: [%s] status=%s in %.1f s, %d results\n"
@@ -324,7 +331,9 @@ def _run_entries(cfg, top, out, icount, repeat, iso, figures, failures, differ):
 
 def main(a, out=sys.stdout):
     cfg_path = a.config or os.path.join(runner.ROOT, PERF_CFG)
-    base_path = a.baseline or os.path.join(runner.ROOT, BASELINE)
+    model = getattr(a, "model", None)
+    base_path = a.baseline or os.path.join(runner.ROOT, model_baseline(model) if model
+                                           else BASELINE)
     try:
         cfg = load_cfg(cfg_path)
         if a.only:
@@ -338,11 +347,11 @@ def main(a, out=sys.stdout):
                                 "(tools/baremm perf-check --update)" % base_path)
             baseline = load_baseline(base_path)
         if not a.no_build:
-            runner.build()
+            runner.build(model=bool(model))
         top = runner.new_dir(os.path.join(runner.ROOT, "results"),
                              "perf-check-%s" % runner.timestamp())
         figures, failures, differ = run_entries(cfg, top, out, icount=True,
-                                                repeat=2 if a.repeat else 1)
+                                                repeat=2 if a.repeat else 1, model=model)
     except (OSError, ValueError, PerfError, runner.ToolError) as e:
         sys.stderr.write("baremm: perf-check: %s\n" % e)
         return 20
@@ -365,8 +374,12 @@ def main(a, out=sys.stdout):
             out.write("baseline NOT written (a boot failed)\n")
             return 1
         data = {"schema": SCHEMA,
-                "note": "instructions per operation under -icount shift=0; refresh with "
+                "note": ("model cycles per operation under the cost model, profile %s; "
+                         "refresh with `make perf-baseline MODEL=%s`" % (model, model))
+                        if model else
+                        "instructions per operation under -icount shift=0; refresh with "
                         "`make perf-baseline` (tools/baremm perf-check --update)",
+                "model": model,
                 "qemu_version": runner.qemu_version(), "compiler": compiler_version(),
                 "git": runner.git_info(), "config": os.path.relpath(cfg_path, runner.ROOT),
                 "figures": {k: {kk: v[kk] for kk in ("median", "unit", "runs", "events")}
@@ -427,5 +440,8 @@ def add_parser(sub):
                    help="boot every entry twice and check that the figures are identical "
                    "(entries with repeat=N in perf.cfg always boot N times)")
     p.add_argument("--no-build", action="store_true")
+    p.add_argument("--model", metavar="PROFILE", default=None,
+                   help="under the cost model: model cycles against "
+                        "tests/perf/baseline-model-PROFILE.json")
     p.set_defaults(func=main)
     return p

@@ -150,7 +150,8 @@ def perf_check(outdir, out=sys.stdout, steps=None):
 
 def model_check(outdir, out=sys.stdout, steps=None):
     """The cost model's known answers under every profile (tools/baremm model-check,
-    docs/COSTMODEL.md): each profile whose plateaus, TLB steps and walks match counts as one."""
+    docs/COSTMODEL.md): per profile, the one-CPU known answers count as one check and each
+    two-CPU figure (line ping-pong, IPI round trip) as one."""
     log = os.path.join(outdir, "model-check.log")
     r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm"),
                         "model-check", "--no-build"], cwd=runner.ROOT, capture_output=True,
@@ -166,10 +167,10 @@ def model_check(outdir, out=sys.stdout, steps=None):
     if r.returncode != 0 and f == 0:
         f = 1
     fails = [line.strip() for line in r.stdout.splitlines() if ": FAIL" in line]
-    out.write("%s model-check (cost-model known answers: %d profiles pass, %d fail)\n"
+    out.write("%s model-check (cost-model known answers: %d checks pass, %d fail)\n"
               % ("PASS" if f == 0 else "FAIL", p, f))
     out.write("".join("    " + line + "\n" for line in fails[:20]))
-    _step(steps, "model-check", f == 0, ["%d profiles pass, %d fail" % (p, f)] + fails[:20], log)
+    _step(steps, "model-check", f == 0, ["%d checks pass, %d fail" % (p, f)] + fails[:20], log)
     return p, f, 0
 
 

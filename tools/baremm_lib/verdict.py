@@ -74,7 +74,11 @@ class Claim:
             s += ", %s time per operation" % pct_s(self.pct())
         return s + ")"
 
-    def applies(self, icount):
+    def applies(self, icount, model=None):
+        """Under the cost model a claim about time is judged (the model prices cycles);
+        a claim meant for instruction counts only is not."""
+        if model:
+            return "model" in self.modes or "tcg" in self.modes
         return ("icount" if icount else "tcg") in self.modes
 
 
@@ -204,10 +208,11 @@ def load_linux_ref(path=LINUX_REF):
     return _linux_cache[path]
 
 
-def linux_cost(lc, r_base, ref=None):
-    """(cost per op, formula text) of LinuxCost lc with counts from the base result."""
+def linux_cost(lc, r_base, ref=None, s=None):
+    """(cost per op, formula text) of LinuxCost lc with counts from the base result, from
+    reference set s (default: the instruction-count set)."""
     ref = ref or load_linux_ref()
-    figs = ref["sets"][ref["reference_set"]]["figures"]
+    figs = (s or ref["sets"][ref["reference_set"]])["figures"]
     total, parts = 0.0, []
     for key, count in lc.terms:
         n = ev(r_base, count) if isinstance(count, str) else float(count)
@@ -217,16 +222,26 @@ def linux_cost(lc, r_base, ref=None):
     return total, " + ".join(parts)
 
 
-def projection(eff, lc, r_base, ref=None):
+def reference_set(ref, model=None):
+    """(name, set) of the Linux figures in the same unit as a run: the instruction counts,
+    or under the cost model the set measured with the same profile (model:<profile>)."""
+    name = "model:%s" % model if model else ref["reference_set"]
+    return name, ref["sets"].get(name)
+
+
+def projection(eff, lc, r_base, ref=None, model=None):
     """dict for the Linux projection of an effect on the figure, or dict(reason)."""
     ref = ref or load_linux_ref()
     if lc is None:
         return None
-    if eff.unit != ref["unit"]:
+    name, s = reference_set(ref, model)
+    unit = (s or {}).get("unit", ref["unit"])
+    if s is None:
+        return {"reason": "tools/linux-ref/reference.json has no %s set" % name}
+    if eff.unit != unit:
         return {"reason": "the Linux reference figures are %s (%s) and this run measured %s"
-                % (ref["unit"], ref["mode"], eff.unit)}
-    cost, formula = linux_cost(lc, r_base, ref)
-    s = ref["sets"][ref["reference_set"]]
+                % (unit, ref["mode"], eff.unit)}
+    cost, formula = linux_cost(lc, r_base, ref, s)
     return {"linux_cost": cost, "formula": formula, "ratio": eff.base / cost,
             "pct": 100.0 * eff.delta / cost, "pct_lo": 100.0 * eff.lo / cost,
             "pct_hi": 100.0 * eff.hi / cost, "command": s["command"], "cpu": s["cpu"],
@@ -281,7 +296,7 @@ def decide(exp, groups, icount, model=None):
     th = exp.thread
     judged, claims_out = [], []
     for c in th.claims:
-        if not c.applies(icount):
+        if not c.applies(icount, model):
             continue
         for (bench, metric, cpus), byv in groups:
             case = case_of(metric)
@@ -312,7 +327,7 @@ def decide(exp, groups, icount, model=None):
         if ra is None or rb is None:
             continue
         e = effect_of(ra, rb, "time", unit_of(ra, icount))
-        p = projection(e, exp.linux, ra)
+        p = projection(e, exp.linux, ra, model=model)
         linux_out.append({"case": case_of(metric), "cpus": cpus, "base": e.base,
                           "new": e.new, "delta": e.delta, "delta_lo": e.lo,
                           "delta_hi": e.hi, "unit": e.unit, "exact": e.exact,
@@ -362,10 +377,73 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
                 evs.append("%s %s" % (e, " -> ".join(fmt_count(x) for x in xs)))
         if evs:
             out.append("Events per operation (%s): %s." % (" -> ".join(vals), ", ".join(evs)))
+    if model:
+        out.extend(model_sentences(exp, groups, model))
     out.extend(linux_sentences(exp, linux_out))
-    if icount and exp.icount_note:
+    if icount and not model and exp.icount_note:
         out.append(exp.icount_note)
     return " ".join(out)
+
+
+# The parts of a model-cycle figure (docs/COSTMODEL.md): instructions at base_cpi, the
+# latency of every access (cache levels and transfers between CPUs), TLB misses and walks,
+# rep-string lines, and waits; what is left is fixed penalties (atomics, serialising
+# instructions, fences, interrupts, pause, hlt, I/O).
+MODEL_PARTS = (("instructions", None), ("cache and transfer latency", "model_cyc_cache"),
+               ("TLB misses and walks", "model_cyc_tlb"), ("rep-string lines", "model_cyc_rep"),
+               ("waits for other CPUs", "model_wait_cycles"))
+# The counts quoted beside them, when they move.
+MODEL_COUNTS = ("model_l1d_miss", "model_l2_miss", "model_llc_miss", "model_c2c_transfer",
+                "model_dtlb_miss", "model_walk", "model_atomic", "model_serialise",
+                "model_fence", "model_iret")
+
+
+def load_profile(model):
+    from . import modelcheck, runner
+    try:
+        return modelcheck.load_profile(runner.resolve_profile(model))
+    except Exception:       # a run from a profile this checkout does not have
+        return None
+
+
+def model_breakdown(ra, rb, base_cpi):
+    """[(part, cycles a, cycles b)] of the two figures' model cycles per operation, the
+    fixed penalties last (what the parts above leave of the median)."""
+    rows = []
+    for what, name in MODEL_PARTS:
+        if name is None:
+            a = (ra.get("instructions") or 0.0) * base_cpi
+            b = (rb.get("instructions") or 0.0) * base_cpi
+        else:
+            a, b = ev(ra, name), ev(rb, name)
+        rows.append((what, a, b))
+    rows.append(("fixed penalties", ra["median"] - sum(r[1] for r in rows),
+                 rb["median"] - sum(r[2] for r in rows)))
+    return rows
+
+
+def model_sentences(exp, groups, model):
+    """Where the model's cycles per operation went, and the counts that moved."""
+    prof = load_profile(model)
+    out = []
+    for (bench, metric, cpus), byv in groups[:1]:
+        ra, rb = byv.get(exp.cost[0]), byv.get(exp.cost[1])
+        if ra is None or rb is None or prof is None:
+            continue
+        rows = model_breakdown(ra, rb, prof["base_cpi"])
+        moved = sorted(rows, key=lambda r: -abs(r[2] - r[1]))
+        parts = ["%s %s -> %s (%s)" % (w, num(a), num(b), num_s(b - a))
+                 for w, a, b in moved if abs(b - a) >= 0.005 * max(1.0, abs(rb["median"]
+                                                                          - ra["median"]))]
+        counts = ["%s %s -> %s" % (n.replace("model_", ""), fmt_count(round(ev(ra, n), 4)),
+                                   fmt_count(round(ev(rb, n), 4)))
+                  for n in MODEL_COUNTS if abs(ev(rb, n) - ev(ra, n)) >= 0.01]
+        out.append("Where the model's cycles per operation went, %s -> %s (profile %s): %s%s."
+                   % (exp.cost[0], exp.cost[1], model, "; ".join(parts) or "nothing moved",
+                      "; counts per operation: " + ", ".join(counts) if counts else ""))
+    if exp.model_note:
+        out.append("Not modelled, and relevant here: %s" % exp.model_note)
+    return out
 
 
 def linux_sentences(exp, linux_out):

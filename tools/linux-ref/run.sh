@@ -7,6 +7,7 @@
 #   tools/linux-ref/run.sh boot SMP MODE [ONLY] [EXTRA_APPEND]
 #        SMP = 1|2, MODE = icount|tcg|model:PROFILE, ONLY = all|pf|sparse|zap
 #   tools/linux-ref/run.sh table LOG...    # table from saved serial logs
+#   tools/linux-ref/run.sh figures LOG     # one boot's medians as reference.json figures
 #
 # Environment: LREF_OUT (output directory, default results/linux-ref-<timestamp>),
 # LREF_KERNEL (default: newest /boot/vmlinuz-*), LREF_TIMEOUT (seconds per boot, 1800),
@@ -115,10 +116,18 @@ table() {
 	done
 }
 
+# figures LOG: the medians of one boot as the "figures" object of a set in
+# reference.json ("<bench> <case>": median; a model boot's from LOG.model)
+figures() {
+	table "$1" | awk 'NR > 1 { printf "%s\"%s %s\": %s", (n++ ? ",\n" : "{\n"), $1, $2, $5 }
+		END { print "\n}" }'
+}
+
 main() {
 	local cmd=${1:-matrix}
 	case "$cmd" in
 	table) shift; table "$@"; return ;;
+	figures) figures "$2"; return ;;
 	boot | matrix) ;;
 	*) sed -n '2,14p' "$0"; exit 2 ;;
 	esac
