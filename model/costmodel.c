@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "model/qemu_plugin_api.h"
 #include "model/model.h"
+#include "kernel/math.h"	/* the guest harness's integer statistics */
 
 QPAPI_EXPORT int qemu_plugin_version = BAREMM_QEMU_PLUGIN_VERSION;
 
@@ -855,14 +856,8 @@ static void stats_and_print(const char *key, unsigned vidx)
 	unsigned n = va->nruns;
 	u64 tmp[MAX_RUNS];
 	memcpy(tmp, va->runs, n * sizeof(u64));
-	for (unsigned i = 1; i < n; i++)
-		for (unsigned j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
-			u64 t = tmp[j];
-			tmp[j] = tmp[j - 1];
-			tmp[j - 1] = t;
-		}
+	u64 med = median_u64(tmp, n);	/* sorts tmp */
 	u64 mn = tmp[0], mx = tmp[n - 1];
-	u64 med = n & 1 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
 	u64 sum = 0;
 	for (unsigned i = 0; i < n; i++)
 		sum += va->runs[i];
@@ -877,21 +872,8 @@ static void stats_and_print(const char *key, unsigned vidx)
 		acc += d * d;
 	}
 	u64 sd = 0;
-	if (n > 1) {
-		u64 x = acc / (n - 1), r = 0, bit = 1ull << 62;
-		while (bit > x)
-			bit >>= 2;
-		while (bit) {
-			if (x >= r + bit) {
-				x -= r + bit;
-				r = (r >> 1) + bit;
-			} else {
-				r >>= 1;
-			}
-			bit >>= 2;
-		}
-		sd = r * scale;
-	}
+	if (n > 1)
+		sd = isqrt64(acc / (n - 1)) * scale;
 	u64 psd = mean ? sd * 10000 / mean : 0;
 	u64 ns = med * 100 / P.ghz_x100;
 	char b[7][32];
