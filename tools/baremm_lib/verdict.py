@@ -417,7 +417,11 @@ def model_breakdown(ra, rb, base_cpi):
         else:
             a, b = ev(ra, name), ev(rb, name)
         rows.append((what, a, b))
-    rows.append(("fixed penalties", ra["median"] - sum(r[1] for r in rows),
+    waited = ev(ra, "model_wait_cycles") or ev(rb, "model_wait_cycles")
+    # the guest's instruction count includes the spin loops the model does not charge
+    # while a CPU waits, so with waits this remainder is fixed penalties less those
+    rows.append(("fixed penalties, less uncharged spin-loop instructions" if waited else
+                 "fixed penalties", ra["median"] - sum(r[1] for r in rows),
                  rb["median"] - sum(r[2] for r in rows)))
     return rows
 
@@ -473,6 +477,10 @@ def linux_sentences(exp, linux_out):
                   p["formula"], num(p["linux_cost"]), lx["unit"], p["ratio"],
                   pct_s(p["pct"]), "" if lx["exact"] else " (CI %s..%s)" % (
                       pct_s(p["pct_lo"]), pct_s(p["pct_hi"])), pct_s(here)))
+        if abs(p["pct"]) > 100.0:
+            s += ("; a change larger than Linux's whole cost means the two operations are "
+                  "too different for this projection (Linux's figure is %s)"
+                  % (p["what"] or "a one-CPU operation"))
         if p["ratio"] < 1.0:
             s += ("; our path is cheaper than Linux's, so our relative effect is %.1fx "
                   "what Linux's would be." % (1.0 / p["ratio"]))
