@@ -31,20 +31,10 @@ CMDLINE = "bench=modelsmp.*"
 
 
 def load_profile(name_or_path):
-    """A profile (model/profiles/NAME.cfg or a path) as {key: number or name}."""
-    path = runner.resolve_profile(name_or_path)
-    prof = {}
-    with open(path) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if not line or "=" not in line:
-                continue
-            k, v = (x.strip() for x in line.split("=", 1))
-            try:
-                prof[k] = float(v) if "." in v else int(v)
-            except ValueError:
-                prof[k] = v
-    return prof
+    """A profile (model/profiles/NAME.cfg or a path) as {key: number or name}: the one
+    parser of modelcheck."""
+    from . import modelcheck    # modelcheck imports this module
+    return modelcheck.load_profile(runner.resolve_profile(name_or_path))
 
 
 def _find(results, bench):
