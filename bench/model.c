@@ -16,6 +16,7 @@
  *   model.cr3_global     case global 0/1: reload CR3, then load a page mapped global (1)
  *                        or not (0): the global entry survives the reload, so no walk
  */
+#include "kernel/math.h"
 #include "bench/bench.h"
 #include "kernel/printk.h"
 #include "kernel/string.h"
@@ -43,15 +44,6 @@ static inline u64 *chase_line(u64 i)
 {
 	u64 c = i / chase.lines_per_chunk, o = i % chase.lines_per_chunk;
 	return (u64 *)((char *)page_address(chase.chunk[c]) + o * 64);
-}
-
-static u64 xorshift(u64 *s)
-{
-	u64 x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
 }
 
 static void chase_teardown(struct bench_ctx *ctx)
@@ -94,7 +86,7 @@ static int chase_setup(struct bench_ctx *ctx)
 		*chase_line(i) = i;
 	u64 seed = 0x9e3779b97f4a7c15ull ^ bytes;
 	for (u64 i = chase.lines - 1; i > 0; i--) {
-		u64 j = xorshift(&seed) % i;
+		u64 j = xorshift64(&seed) % i;
 		u64 *a = chase_line(i), *b = chase_line(j), t = *a;
 		*a = *b;
 		*b = t;

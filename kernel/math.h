@@ -46,4 +46,15 @@ static inline u64 median_u64(u64 *v, unsigned n)
 	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* xorshift64 (Marsaglia): a fast reproducible sequence for tests and benchmark setup, not
+ * for anything that needs good randomness. *state must start nonzero. */
+static inline u64 xorshift64(u64 *state)
+{
+	u64 x = *state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
 #endif

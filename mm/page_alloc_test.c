@@ -5,6 +5,7 @@
  * (each allocation's CPU/sequence stamp is kept in the descriptor and in the page itself
  * and verified at free), and the free count must return to its value before the test.
  */
+#include "kernel/math.h"
 #include "mm/page_alloc_internal.h"
 #include "mm/pcp.h"
 #include "kernel/ktest.h"
@@ -35,15 +36,6 @@ struct stress_ctx {
 	const char *first_error;
 };
 
-static u64 xs(u64 *s)
-{
-	u64 x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 static void stress_err(struct stress_ctx *c, struct page *p, const char *what)
 {
 	if (atomic_fetch_add(&c->errors, 1) == 0) {
@@ -54,21 +46,21 @@ static void stress_err(struct stress_ctx *c, struct page *p, const char *what)
 
 static unsigned stress_order(struct stress_ctx *c, u64 *s)
 {
-	u64 x = xs(s) % 1000;
+	u64 x = xorshift64(s) % 1000;
 	if (x < 600)
 		return 0;
 	if (x < 900 || !c->wide_orders)
-		return 1 + (unsigned)(xs(s) % 3);
+		return 1 + (unsigned)(xorshift64(s) % 3);
 	if (x < 990)
-		return 4 + (unsigned)(xs(s) % 4);
-	return 8 + (unsigned)(xs(s) % 3);
+		return 4 + (unsigned)(xorshift64(s) % 4);
+	return 8 + (unsigned)(xorshift64(s) % 3);
 }
 
 static gfp_t stress_gfp(u64 *s)
 {
 	static const gfp_t types[] = { GFP_KERNEL, GFP_USER, __GFP_RECLAIMABLE };
-	gfp_t g = types[xs(s) % 3];
-	if (xs(s) % 8 == 0)
+	gfp_t g = types[xorshift64(s) % 3];
+	if (xorshift64(s) % 8 == 0)
 		g |= __GFP_NOPCP;
 	return g;
 }
@@ -97,7 +89,7 @@ static void stress_fn(void *info)
 	/* Under round-robin TCG the draining CPU may not run at all during c->ops
 	 * operations: keep going until it has issued its drains, so they overlap. */
 	for (u64 i = 0; i < c->ops || atomic_load(&c->drains_issued) < c->min_drains; i++) {
-		u64 r = xs(&s) % 100;
+		u64 r = xorshift64(&s) % 100;
 		if (r < 50 && n < HELD_MAX) {
 			unsigned order = stress_order(c, &s);
 			struct page *p = alloc_pages(stress_gfp(&s), order);
@@ -117,7 +109,7 @@ static void stress_fn(void *info)
 			*(u64 *)page_address(p) = p->stamp;
 			held[n++] = (struct held_block){ p, p->stamp, order };
 		} else if (r < 97 && n) {
-			unsigned k = (unsigned)(xs(&s) % n);
+			unsigned k = (unsigned)(xorshift64(&s) % n);
 			struct held_block h = held[k];
 			held[k] = held[--n];
 			release(c, &h);
@@ -291,11 +283,11 @@ KTEST_SMP(page_alloc, remote_drains_during_stress, 3)
 
 	u64 s = stress.seed, issued = 0;
 	while (atomic_load(&stress.done) < nr_cpu_ids - 1) {
-		unsigned c = 2 + (unsigned)(xs(&s) % (nr_cpu_ids - 2));
+		unsigned c = 2 + (unsigned)(xorshift64(&s) % (nr_cpu_ids - 2));
 		drain_pages_cpu(c);
 		issued++;
 		atomic_inc(&stress.drains_issued);
-		unsigned order = (unsigned)(xs(&s) % 4);
+		unsigned order = (unsigned)(xorshift64(&s) % 4);
 		struct page *p = alloc_pages(GFP_USER, order);
 		if (p)
 			free_pages(p, order);

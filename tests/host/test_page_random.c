@@ -6,6 +6,7 @@
  * conserved, with the full consistency check run periodically. Then the same with real
  * threads (one per simulated CPU) contending for the zone lock.
  */
+#include "kernel/math.h"
 #include <pthread.h>
 #include <unistd.h>
 #include "test_page_env.h"
@@ -13,15 +14,6 @@
 #define NCPUS 4
 
 static u64 rng_state = 0x9e3779b97f4a7c15ULL;
-static u64 rnd(u64 *s)
-{
-	u64 x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 struct held {
 	struct page *page;
 	unsigned order;
@@ -30,21 +22,21 @@ struct held {
 
 static unsigned pick_order(u64 *s, bool small)
 {
-	u64 x = rnd(s) % 100;
+	u64 x = xorshift64(s) % 100;
 	if (x < 60 || (small && x < 70))
 		return 0;
 	if (x < 82 || small)
-		return 1 + (unsigned)(rnd(s) % 3);
+		return 1 + (unsigned)(xorshift64(s) % 3);
 	if (x < 96)
-		return 4 + (unsigned)(rnd(s) % 4);
-	return 8 + (unsigned)(rnd(s) % 3);
+		return 4 + (unsigned)(xorshift64(s) % 4);
+	return 8 + (unsigned)(xorshift64(s) % 3);
 }
 
 static gfp_t pick_gfp(u64 *s)
 {
 	static const gfp_t types[] = { GFP_KERNEL, GFP_USER, __GFP_RECLAIMABLE };
-	gfp_t g = types[rnd(s) % 3];
-	u64 x = rnd(s) % 100;
+	gfp_t g = types[xorshift64(s) % 3];
+	u64 x = xorshift64(s) % 100;
 	if (x < 10)
 		g |= __GFP_NOPCP;
 	else if (x < 15)
@@ -78,17 +70,17 @@ HTEST(random_ops_against_model)
 		bool debug_phase = i >= 600000 && i < 700000;
 		page_debug = debug_phase;
 		if (i % 20000 == 0) {
-			if (rnd(s) % 4 == 0)
+			if (xorshift64(s) % 4 == 0)
 				opt_pcp = !opt_pcp;
-			if (rnd(s) % 4 == 0)
+			if (xorshift64(s) % 4 == 0)
 				pcp_mt = pcp_mt == PCP_MT_CACHED ? PCP_MT_LOOKUP : PCP_MT_CACHED;
-			if (rnd(s) % 6 == 0) {
-				opt_pcp_batch = rnd(s) % 2 ? 0 : 1 + rnd(s) % 40;
-				opt_pcp_high = rnd(s) % 2 ? 0 : 1 + rnd(s) % 300;
+			if (xorshift64(s) % 6 == 0) {
+				opt_pcp_batch = xorshift64(s) % 2 ? 0 : 1 + xorshift64(s) % 40;
+				opt_pcp_high = xorshift64(s) % 2 ? 0 : 1 + xorshift64(s) % 300;
 			}
 		}
-		host_cpu_id = (unsigned)(rnd(s) % NCPUS);
-		u64 r = rnd(s) % 100;
+		host_cpu_id = (unsigned)(xorshift64(s) % NCPUS);
+		u64 r = xorshift64(s) % 100;
 		if (r < 47 && nheld < cap) {
 			unsigned order = pick_order(s, debug_phase);
 			struct page *p = alloc_pages(pick_gfp(s), order);
@@ -114,7 +106,7 @@ HTEST(random_ops_against_model)
 			held[nheld++] = (struct held){ p, order, p->stamp };
 			held_pages += n;
 		} else if (r < 94 && nheld) {
-			u64 k = rnd(s) % nheld;
+			u64 k = xorshift64(s) % nheld;
 			struct held h = held[k];
 			held[k] = held[--nheld];
 			u64 pfn = page_to_pfn(h.page);
@@ -129,7 +121,7 @@ HTEST(random_ops_against_model)
 			frees++;
 		} else if (r < 96) {
 			LIST_HEAD(l);
-			unsigned want = 1 + (unsigned)(rnd(s) % 200);
+			unsigned want = 1 + (unsigned)(xorshift64(s) % 200);
 			if (nheld + want > cap)
 				continue;
 			unsigned got = alloc_pages_bulk(pick_gfp(s) & ~__GFP_ZERO, want, &l);
@@ -168,7 +160,7 @@ HTEST(random_ops_against_model)
 		} else if (r < 99) {
 			drain_local_pages();
 		} else {
-			drain_pages_cpu((unsigned)(rnd(s) % NCPUS));
+			drain_pages_cpu((unsigned)(xorshift64(s) % NCPUS));
 		}
 		if ((i & 15) == 0 && nr_free_pages() + held_pages != managed)
 			RFAIL("conservation: free %llu + held %llu != managed %llu",
@@ -223,9 +215,9 @@ static void *thread_fn(void *arg)
 	unsigned nheld = 0;
 	u64 s = c->seed;
 	for (u64 i = 0; i < c->ops; i++) {
-		u64 r = rnd(&s) % 100;
+		u64 r = xorshift64(&s) % 100;
 		if (r < 50 && nheld < 512) {
-			unsigned order = rnd(&s) % 8 ? 0 : (unsigned)(rnd(&s) % 5);
+			unsigned order = xorshift64(&s) % 8 ? 0 : (unsigned)(xorshift64(&s) % 5);
 			struct page *p = alloc_pages(pick_gfp(&s) & ~__GFP_ZERO, order);
 			if (!p)
 				continue;
@@ -235,7 +227,7 @@ static void *thread_fn(void *arg)
 					__atomic_fetch_add(&t_bad, 1, __ATOMIC_RELAXED);
 			held[nheld++] = (struct held){ p, order, p->stamp };
 		} else if (r < 99 && nheld) {
-			unsigned k = (unsigned)(rnd(&s) % nheld);
+			unsigned k = (unsigned)(xorshift64(&s) % nheld);
 			struct held h = held[k];
 			held[k] = held[--nheld];
 			u64 pfn = page_to_pfn(h.page);
