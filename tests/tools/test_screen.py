@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT  # noqa: E402
-from baremm_lib import cfg, runner, screen  # noqa: E402
+from baremm_lib import cfg, runner, screen, testrun  # noqa: E402
 
 FONT = screen.load_font()
 GLYPH = {ch: rows for rows, ch in FONT.items()}
@@ -88,7 +88,10 @@ class ScreenTest(unittest.TestCase):
 
     def test_mirror_off_fails(self):
         p = self.check(["one", "two"], [], None)
-        self.assertEqual(p, ["no cursor on the screen"])
+        self.assertEqual(p, ["no cursor on the screen (the screen is blank: nothing was "
+                             "mirrored)"])
+        p = self.check(["one", "two"], ["one", "two"], None)
+        self.assertEqual(p, ["no cursor on the screen (2 rows with text)"])
 
     def test_wrong_row_fails(self):
         p = self.check(["one", "two", "three"], ["one", "tw0", "three"], (0, 3))
@@ -163,6 +166,40 @@ class ScreenTest(unittest.TestCase):
         self.assertEqual(e["screen_fit"], "^x")
         with self.assertRaises(cfg.CfgError):
             cfg.parse("[a]\nscreen_fit=^x\n")
+
+
+class CheckScreenTest(unittest.TestCase):
+    """testrun.check_screen: what a matrix entry with screendump=yes reports."""
+
+    def run_check(self, lines, rows, cursor, cols=20, fit=None, dump=None):
+        d = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__("shutil").rmtree(d, ignore_errors=True))
+        with open(os.path.join(d, "screen.ppm"), "wb") as f:
+            f.write(draw(rows, cols, 10, cursor))
+        with open(os.path.join(d, "serial.log"), "wb") as f:
+            f.write(serial_of(lines))
+        rec = {"qemu": {"screendump": dump or {"path": "screen.ppm", "error": None}}}
+        return testrun.check_screen({"screendump": True, "screen_fit": fit}, rec, d), d
+
+    def test_pass_and_text_file(self):
+        lines = ["l%d" % i for i in range(12)]
+        p, d = self.run_check(lines, lines[3:], (0, 9), fit=r"^(?!BAREMM-)")
+        self.assertEqual(p, [])
+        with open(os.path.join(d, "screen.txt")) as f:
+            self.assertEqual(f.read().split("\n")[:2], ["l3", "l4"])
+
+    def test_table_too_wide(self):
+        lines = ["l%d" % i for i in range(8)] + ["BAREMM-RESULT x=1", "table " + "-" * 20]
+        rows, _ = screen.console_rows(screen.kernel_bytes(serial_of(lines)), 20)
+        p, _ = self.run_check(lines, [r.rstrip() for r in rows[-10:-1]], (0, 9),
+                              fit=r"^(?!BAREMM-)")
+        self.assertEqual(p, ["screen: a line of 26 characters wraps on the 20-column screen: "
+                             "'table --------------------'"])
+
+    def test_no_dump(self):
+        p, _ = self.run_check(["x"], ["x"], (0, 1),
+                              dump={"path": None, "error": "screendump: QMP screendump: x"})
+        self.assertEqual(p, ["screendump: QMP screendump: x"])
 
 
 class FakeProc:

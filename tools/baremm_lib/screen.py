@@ -199,7 +199,10 @@ def compare(screen, serial, min_rows=8):
     if len(screen.unreadable) > 5:
         problems.append("... %d unreadable cells in all" % len(screen.unreadable))
     if screen.cursor is None:
-        problems.append("no cursor on the screen")
+        shown = sum(1 for r in screen.rows if r.strip(" "))
+        problems.append("no cursor on the screen (%s)" % (
+            "the screen is blank: nothing was mirrored" if not shown else
+            "%d rows with text" % shown))
         return problems
     expect, (ex, ey) = console_rows(kernel_bytes(serial), screen.cols)
     cx, cy = screen.cursor

@@ -232,6 +232,8 @@ def check_screen(entry, record, d):
     try:
         with open(os.path.join(d, dump["path"]), "rb") as f:
             scr = screen.read_screen(f.read(), screen.load_font())
+        with open(os.path.join(d, "screen.txt"), "w") as f:     # what was read, for people
+            f.write("".join(r.rstrip(" ") + "\n" for r in scr.rows))
         with open(os.path.join(d, "serial.log"), "rb") as f:
             serial = f.read()
         problems = ["screen: " + p for p in screen.compare(scr, serial)]
