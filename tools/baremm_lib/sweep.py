@@ -13,7 +13,8 @@ count's warm-up round absorbs the lines the previous count left in other CPUs' c
 a point of the sweep equals the same point booted alone (docs/TLB.md says where this was
 checked). `--save DIR` writes DIR/shootdown-model-<profile>.json, from which
 `tools/baremm docs` renders docs/TLB.md's generated block `shootdown-model`; `--plot PNG`
-draws the 1-page figures and the empty call against the CPUs taking part.
+draws the 1-page figures and the empty call against the CPUs taking part. `--from JSON`
+prints the table and draws the plot from saved data without booting.
 """
 import argparse
 import json
@@ -207,29 +208,32 @@ def main(a, out=sys.stdout):
     if a.plot:
         cmd += " --plot %s" % a.plot
     try:
-        if not a.no_build:
-            runner.build(model=True)
-        top = a.out or runner.new_dir(os.path.join(runner.ROOT, "results"),
-                                      "shootdown-sweep-" + runner.timestamp())
-        data = sweep(a.model, lo, hi, a.runs, a.iters, top, a.timeout, out)
-        data["command"] = cmd
+        if a.from_json:
+            with open(a.from_json) as f:
+                data = json.load(f)
+        else:
+            if not a.no_build:
+                runner.build(model=True)
+            top = a.out or runner.new_dir(os.path.join(runner.ROOT, "results"),
+                                          "shootdown-sweep-" + runner.timestamp())
+            data = sweep(a.model, lo, hi, a.runs, a.iters, top, a.timeout, out)
+            data["command"] = cmd
+            runner.write_json(os.path.join(top, data_name(a.model)), data)
         problems = []
         tab, _ = table(data, problems)
         out.write(tab + "\n")
-        runner.write_json(os.path.join(top, data_name(a.model)), data)
-        if a.save:
+        if a.save and not a.from_json:
             os.makedirs(a.save, exist_ok=True)
             runner.write_json(os.path.join(a.save, data_name(a.model)), data)
             out.write("shootdown-sweep: wrote %s\n" % os.path.join(a.save, data_name(a.model)))
         if a.plot:
             plotmod.plot(plot_records(data), "cpus", a.plot,
-                         title="1-page shootdown and empty call to all, %s model "
-                               "(x: CPUs taking part = remotes + 1)" % a.model)
+                         title="1-page shootdown vs empty call, %s model" % data["profile"])
             out.write("shootdown-sweep: wrote %s\n" % a.plot)
         for p in problems:
             out.write("shootdown-sweep: problem: %s\n" % p)
         return 1 if problems else 0
-    except (runner.ToolError, SweepError, plotmod.PlotError, OSError) as e:
+    except (runner.ToolError, SweepError, plotmod.PlotError, OSError, ValueError, KeyError) as e:
         sys.stderr.write("shootdown-sweep: %s\n" % e)
         return 20
 
@@ -251,6 +255,8 @@ def add_parser(sub):
                    "results/shootdown-sweep-<timestamp>)")
     p.add_argument("--timeout", type=float, default=3600, help="host timeout per boot, s")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
+    p.add_argument("--from", dest="from_json", default=None, metavar="JSON",
+                   help="no boots: table and --plot from a saved sweep")
     p.set_defaults(func=main)
     return p
 
