@@ -41,8 +41,10 @@ class SweepError(Exception):
     pass
 
 
-def data_name(profile):
-    return "shootdown-model-%s.json" % profile
+def data_name(profile, model_args=None):
+    """docs/data file of a sweep; plugin arguments (BAREMM_MODEL_ARGS) make another file."""
+    return "shootdown-model-%s%s.json" % (profile, "-" + runner.safe_name(model_args)
+                                          if model_args else "")
 
 
 def cmdlines(lo, hi, runs, iters):
@@ -127,6 +129,8 @@ def render(data, problems):
     tab, psd = table(data, problems)
     m = data.get("machine") or {}
     boots = "; ".join("`%s` (%s s)" % (b["cmdline"], b.get("wall_s", "?")) for b in data["boots"])
+    if data.get("model_args"):
+        boots += "; plugin arguments `%s` (BAREMM_MODEL_ARGS)" % data["model_args"]
     return ("Profile `%s`, `-smp %d`, %s; command `%s`; boots (wall time on the shared "
             "host): %s. Model cycles per op, median of the runs; the 1-page flush figures' "
             "largest pstddev is %.2f %%.\n\n%s"
@@ -135,14 +139,19 @@ def render(data, problems):
                data["command"], boots, psd, tab))
 
 
-def gen_doc_block(root, problems, profile="skylake-sp"):
-    path = os.path.join(root, "docs", "data", data_name(profile))
+def gen_doc_block(root, problems, profile="skylake-sp", model_args=None):
+    path = os.path.join(root, "docs", "data", data_name(profile, model_args))
+    how = "%stools/baremm shootdown-sweep --save docs/data" % (
+        "BAREMM_MODEL_ARGS=%s " % model_args if model_args else "")
     if not os.path.exists(path):
-        problems.append("%s: missing (run `tools/baremm shootdown-sweep --save docs/data`)"
-                        % os.path.relpath(path, root))
-        return "(no saved sweep: `tools/baremm shootdown-sweep --save docs/data` writes it)"
+        problems.append("%s: missing (run `%s`)" % (os.path.relpath(path, root), how))
+        return "(no saved sweep: `%s` writes it)" % how
     with open(path) as f:
         return render(json.load(f), problems)
+
+
+def gen_doc_block_causal(root, problems):
+    return gen_doc_block(root, problems, model_args="causal=on")
 
 
 def plot_records(data):
@@ -165,7 +174,8 @@ def plot_records(data):
 
 def sweep(profile, lo, hi, runs, iters, outdir, timeout, log=sys.stdout):
     """Boots the three sweeps; returns the data (what --save writes)."""
-    data = {"profile": profile, "smp": hi, "cpus": list(range(lo, hi + 1)), "boots": []}
+    data = {"profile": profile, "smp": hi, "cpus": list(range(lo, hi + 1)), "boots": [],
+            "model_args": os.environ.get("BAREMM_MODEL_ARGS") or None}
     for name, cmd in cmdlines(lo, hi, runs, iters):
         cfg = {"cmdline": cmd, "smp": hi, "mem": "512M", "cpu": "max", "firmware": "bios",
                "accel": "tcg", "icount": True, "model": profile, "timeout": timeout}
@@ -201,6 +211,8 @@ def main(a, out=sys.stdout):
                          "remote CPU)\n")
         return 2
     cmd = "tools/baremm shootdown-sweep --model %s" % a.model
+    if os.environ.get("BAREMM_MODEL_ARGS"):
+        cmd = "BAREMM_MODEL_ARGS=%s %s" % (os.environ["BAREMM_MODEL_ARGS"], cmd)
     if a.cpus != "2-16":
         cmd += " --cpus %s" % a.cpus
     if a.save:
@@ -218,17 +230,20 @@ def main(a, out=sys.stdout):
                                           "shootdown-sweep-" + runner.timestamp())
             data = sweep(a.model, lo, hi, a.runs, a.iters, top, a.timeout, out)
             data["command"] = cmd
-            runner.write_json(os.path.join(top, data_name(a.model)), data)
+            runner.write_json(os.path.join(top, data_name(a.model, data.get("model_args"))), data)
         problems = []
         tab, _ = table(data, problems)
         out.write(tab + "\n")
         if a.save and not a.from_json:
             os.makedirs(a.save, exist_ok=True)
-            runner.write_json(os.path.join(a.save, data_name(a.model)), data)
-            out.write("shootdown-sweep: wrote %s\n" % os.path.join(a.save, data_name(a.model)))
+            path = os.path.join(a.save, data_name(a.model, data.get("model_args")))
+            runner.write_json(path, data)
+            out.write("shootdown-sweep: wrote %s\n" % path)
         if a.plot:
             plotmod.plot(plot_records(data), "cpus", a.plot,
-                         title="1-page shootdown vs empty call, %s model" % data["profile"])
+                         title="1-page shootdown vs empty call, %s model%s" % (
+                             data["profile"], (", " + data["model_args"])
+                             if data.get("model_args") else ""))
             out.write("shootdown-sweep: wrote %s\n" % a.plot)
         for p in problems:
             out.write("shootdown-sweep: problem: %s\n" % p)
