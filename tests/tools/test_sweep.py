@@ -77,6 +77,15 @@ class SweepTest(unittest.TestCase):
         sweep.table(data(eack_off_delta=10.0), problems)    # within 0.5 %
         self.assertEqual(problems, [])
 
+    def test_plugin_arguments_go_to_their_own_file_and_header(self):
+        self.assertEqual(sweep.data_name("zen3"), "shootdown-model-zen3.json")
+        self.assertEqual(sweep.data_name("zen3", "causal=on"),
+                         "shootdown-model-zen3-causal_on.json")
+        d = data()
+        self.assertNotIn("BAREMM_MODEL_ARGS", sweep.render(d, []))
+        d["model_args"] = "causal=on"
+        self.assertIn("plugin arguments `causal=on`", sweep.render(d, []))
+
     def test_plot_records_keep_one_line_per_protocol(self):
         recs = sweep.plot_records(data())
         names = set()
