@@ -296,8 +296,9 @@ def main(a, out=sys.stdout):
 
 
 def add_parser(sub):
-    p = sub.add_parser("docs", help="regenerate the figure tables of docs/RESULTS.md and "
-                       "docs/EXPERIMENTS.md from tests/perf/baseline.json and docs/data/")
+    p = sub.add_parser("docs", help="regenerate the figure tables of docs/RESULTS.md, "
+                       "docs/EXPERIMENTS.md and docs/TLB.md from tests/perf/baseline.json and "
+                       "docs/data/")
     p.add_argument("--check", action="store_true", help="regenerate in memory; exit 1 when "
                    "the docs differ or a stamp names a dirty tree")
     p.set_defaults(func=main)
