@@ -32,9 +32,18 @@ BOOTS = (
      "runs={runs} warmup=1 iters={iters}"),
     ("call", "bench=ipi.call_all bench_cpus={cpus}"),
 )
-# what a result keeps in the saved data (events: every one the boot printed)
+# what a result keeps in the saved data: the figure, the model's events and the kernel's
+# shootdown and call counts
 KEEP = ("bench", "cpus", "case", "variants", "metric", "unit", "runs", "median", "mean",
-        "stddev", "pstddev", "min", "max", "instructions", "events")
+        "stddev", "pstddev", "min", "max", "instructions")
+KEEP_EVENTS = ("flush_ipi", "remote_flush", "early_ack", "ipi_sent", "call_queued", "call_run")
+
+
+def trim(r):
+    t = {k: r[k] for k in KEEP if k in r}
+    t["events"] = {k: v for k, v in (r.get("events") or {}).items()
+                   if k.startswith("model_") or k in KEEP_EVENTS}
+    return t
 
 
 class SweepError(Exception):
@@ -193,8 +202,7 @@ def sweep(profile, lo, hi, runs, iters, outdir, timeout, log=sys.stdout):
         log.write("shootdown-sweep: %s done in %d s\n" % (name, wall))
         data.setdefault("machine", rec.get("machine"))
         data["boots"].append({"name": name, "cmdline": cmd, "wall_s": wall,
-                              "results": [{k: r[k] for k in KEEP if k in r}
-                                          for r in rec["results"]
+                              "results": [trim(r) for r in rec["results"]
                                           if r.get("unit") == "model_cycles"]})
     return data
 
