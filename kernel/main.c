@@ -195,7 +195,7 @@ static bool option_given(const char *name)
 static void check_option_conflicts(void)
 {
 	static const char *const bench_only[] = { "bench", "ab", "runs", "warmup", "iters",
-						  "bench_cpus" };
+						  "bench_cpus", "cases" };
 	if (option_given("tests"))
 		for (size_t i = 0; i < ARRAY_SIZE(bench_only); i++)
 			if (option_given(bench_only[i])) {
@@ -204,7 +204,7 @@ static void check_option_conflicts(void)
 				       bench_only[i], bench_only[i]);
 				kernel_exit(EXIT_BAD_OPTION);
 			}
-	if (bench_check_ab())
+	if (bench_check_options())
 		kernel_exit(EXIT_BAD_OPTION);
 }
 

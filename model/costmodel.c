@@ -2,7 +2,7 @@
  * baremm's cycle-cost model, a QEMU TCG plugin (docs/COSTMODEL.md).
  *
  *   qemu-system-x86_64 ... -icount shift=0,sleep=off,align=off \
- *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH]
+ *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH][,causal=on]
  *
  * Per vCPU: clock = instructions x base_cpi + penalties. Instructions and fixed penalties
  * (atomics, serialising instructions, IRET, ...) are summed per translation block at
@@ -117,6 +117,7 @@ static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
 static int out_fd = 1;
+static bool causal;	/* causal=on: a load cannot see a store from its future (see data_line_multi) */
 static int api_cur;
 static bool hello_done;
 static GByteArray *regbuf, *membuf;
@@ -506,9 +507,20 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 			wait_events_back(v);
 		u64 cost = level_lat(v, lvl);
 		unsigned o = d->owner ? d->owner - 1u : vi;
-		if (o != vi && holds(o, line))
+		bool c2c = o != vi && holds(o, line);
+		if (c2c)
 			cost = c2c_price(v, vi, o);
 		d->owner = 0;	/* shared now (the owner keeps its copy) */
+		if (causal && !wake && !v->waiting && c2c && d->wclock > clock_of(vi, NULL)) {
+			/* causal=on: QEMU ran the writer first, but its store comes later in modelled
+			 * time; the load returns no earlier than that store + the transfer (counted
+			 * as a wait). Off by default: docs/COSTMODEL.md, "What is not modelled". */
+			u64 t = d->wclock + cost * 100;
+			v->ev[EV_WAIT]++;
+			v->ev[EV_WAIT_CYCLES] += (t - clock_of(vi, NULL)) / 100;
+			clock_set(vi, t);
+			return 0;
+		}
 		if (!wake)
 			return cost;
 		wake_to(vi, d->wclock, cost);
@@ -906,7 +918,8 @@ static void hello(void)
 	hello_done = true;
 	char d[2048];
 	profile_describe(&P, d, sizeof(d));
-	out_line("BAREMM-MODEL %s plugin_api=%d physmap=0x%llx", d, api_cur, (unsigned long long)physmap);
+	out_line("BAREMM-MODEL %s plugin_api=%d physmap=0x%llx%s", d, api_cur, (unsigned long long)physmap,
+		 causal ? " causal=on" : "");
 }
 
 static void marker_cb(unsigned vi, void *ud)
@@ -1255,8 +1268,10 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 			}
 		} else if (!strncmp(argv[i], "out=", 4)) {
 			out = argv[i] + 4;
+		} else if (!strcmp(argv[i], "causal=on") || !strcmp(argv[i], "causal=off")) {
+			causal = argv[i][7] == 'o' && argv[i][8] == 'n';
 		} else {
-			fprintf(stderr, "costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE)\n",
+			fprintf(stderr, "costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE, causal=on|off)\n",
 				argv[i]);
 			return -1;
 		}

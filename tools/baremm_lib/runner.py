@@ -99,7 +99,9 @@ def model_plugin_args(profile):
     so = os.path.join(ROOT, MODEL_SO)
     if not os.path.isfile(so):
         raise ToolError("%s is missing: build it with `make` (the cost-model plugin)" % MODEL_SO)
-    return ["-plugin", "%s,profile=%s" % (qemu_arg_path(so), qemu_arg_path(resolve_profile(profile)))]
+    arg = "%s,profile=%s" % (qemu_arg_path(so), qemu_arg_path(resolve_profile(profile)))
+    extra = os.environ.get("BAREMM_MODEL_ARGS")   # e.g. causal=on (docs/COSTMODEL.md)
+    return ["-plugin", arg + ("," + extra if extra else "")]
 
 
 def qemu_arg_path(p):
