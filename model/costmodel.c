@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "model/qemu_plugin_api.h"
 #include "model/model.h"
@@ -392,10 +393,35 @@ struct dent {
 	u64 seq;	/* store_seq of the last store */
 	u16 owner;	/* modified owner's slot + 1; 0 = clean (shared or nowhere) */
 	u16 writer;	/* slot of the last store's CPU */
+	/* A speed aid that prices nothing: bit (slot % 32) is set for every slot whose L1d or
+	 * L2 may hold the line (a superset; all bits while unknown, i.e. since the entry was
+	 * made). A store then looks only in those CPUs' caches for copies to invalidate. */
+	u32 sharers;
 };
+_Static_assert(sizeof(struct dent) == 32, "two directory entries per host cache line");
 #define DIR_BITS 22
 static struct dent *dir;
 static u64 store_seq;
+
+/* The directory is 128 MiB touched at random: on 2 MiB host pages its lookups miss the
+ * host's TLB far less (zeroed like calloc's memory; NULL when out of memory). */
+static struct dent *dir_alloc(void)
+{
+	size_t len = sizeof(struct dent) << DIR_BITS, huge = (size_t)2 << 20;
+	u8 *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	u8 *a = (u8 *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+#ifdef MADV_HUGEPAGE
+	madvise(a, len, MADV_HUGEPAGE);	/* advice only: without it the table still works */
+#endif
+	return (struct dent *)a;
+}
+
+static inline u32 sharer_bit(unsigned slot)
+{
+	return 1u << (slot & 31);
+}
 
 static inline struct dent *dir_get(u64 line, bool create)
 {
@@ -406,6 +432,7 @@ static inline struct dent *dir_get(u64 line, bool create)
 		return NULL;
 	memset(d, 0, sizeof(*d));
 	d->tag = line + 1;
+	d->sharers = ~0u;	/* CPUs may hold the line from before the entry existed */
 	return d;
 }
 
@@ -502,6 +529,8 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 		struct dent *d = lvl >= LVL_LLC ? dir_get(line, false) : NULL;
 		if (!d)
 			return level_lat(v, lvl);
+		/* a fill into this CPU's L1d/L2 (an L2 hit was such a fill before) */
+		d->sharers |= sharer_bit(vi);
 		bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
 		if (wake)
 			wait_events_back(v);
@@ -534,19 +563,24 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 	if (line != v->inval_line || switches != v->inval_epoch) {
 		v->inval_line = line;
 		v->inval_epoch = switches;
-		for (unsigned k = 0; k < max_vcpus; k++) {
-			struct vcpu *w = &vcpus[k];
-			if (k == vi || !w->live)
-				continue;
-			bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
-			if (a || b || w->last_line == line) {
-				shared = true;
-				v->ev[EV_COH_INVAL]++;
-				if (w->last_line == line)
-					w->last_line = ~0ull;
+		/* only the CPUs the entry names can hold a copy: the others would find none */
+		for (u32 m = d->sharers; m; m &= m - 1) {
+			for (unsigned k = (unsigned)__builtin_ctz(m); k < max_vcpus; k += 32) {
+				struct vcpu *w = &vcpus[k];
+				if (k == vi || !w->live)
+					continue;
+				bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
+				if (a || b || w->last_line == line) {
+					shared = true;
+					v->ev[EV_COH_INVAL]++;
+					if (w->last_line == line)
+						w->last_line = ~0ull;
+				}
 			}
 		}
+		d->sharers = 0;	/* every other copy is gone */
 	}
+	d->sharers |= sharer_bit(vi);
 	if (v->waiting && (remote_m || shared)) {
 		/* a store to a line other CPUs hold: the CPU has stopped spinning */
 		wait_events_back(v);
@@ -1307,7 +1341,7 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	multi = max_vcpus > 1;
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
 	if (multi)
-		dir = calloc((size_t)1 << DIR_BITS, sizeof(*dir));
+		dir = dir_alloc();
 	if (!vcpus || (multi && !dir) || cache_init(&llc, P.llc_kib, P.llc_ways)) {
 		fprintf(stderr, "costmodel: out of memory\n");
 		return -1;
