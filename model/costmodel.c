@@ -2,7 +2,7 @@
  * baremm's cycle-cost model, a QEMU TCG plugin (docs/COSTMODEL.md).
  *
  *   qemu-system-x86_64 ... -icount shift=0,sleep=off,align=off \
- *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH][,causal=on]
+ *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH][,causal=off]
  *
  * Per vCPU: clock = instructions x base_cpi + penalties. Instructions and fixed penalties
  * (atomics, serialising instructions, IRET, ...) are summed per translation block at
@@ -118,7 +118,7 @@ static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
 static int out_fd = 1;
-static bool causal;	/* causal=on: a load cannot see a store from its future (see data_line_multi) */
+static bool causal = true;	/* a load cannot see a store from its future (data_line_multi); causal=off drops it */
 static int api_cur;
 static bool hello_done;
 static GByteArray *regbuf, *membuf;
@@ -541,9 +541,10 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 			cost = c2c_price(v, vi, o);
 		d->owner = 0;	/* shared now (the owner keeps its copy) */
 		if (causal && !wake && !v->waiting && c2c && d->wclock > clock_of(vi, NULL)) {
-			/* causal=on: QEMU ran the writer first, but its store comes later in modelled
-			 * time; the load returns no earlier than that store + the transfer (counted
-			 * as a wait). Off by default: docs/COSTMODEL.md, "What is not modelled". */
+			/* QEMU ran the writer first, but its store comes later in modelled time: the
+			 * load returns no earlier than that store + the transfer (counted as a wait),
+			 * as on hardware, where the reader would have spun until then. causal=off
+			 * (the model before this rule) lets the read see the future: docs/COSTMODEL.md. */
 			u64 t = d->wclock + cost * 100;
 			v->ev[EV_WAIT]++;
 			v->ev[EV_WAIT_CYCLES] += (t - clock_of(vi, NULL)) / 100;
@@ -953,7 +954,7 @@ static void hello(void)
 	char d[2048];
 	profile_describe(&P, d, sizeof(d));
 	out_line("BAREMM-MODEL %s plugin_api=%d physmap=0x%llx%s", d, api_cur, (unsigned long long)physmap,
-		 causal ? " causal=on" : "");
+		 causal ? "" : " causal=off");
 }
 
 static void marker_cb(unsigned vi, void *ud)

@@ -79,12 +79,12 @@ class SweepTest(unittest.TestCase):
 
     def test_plugin_arguments_go_to_their_own_file_and_header(self):
         self.assertEqual(sweep.data_name("zen3"), "shootdown-model-zen3.json")
-        self.assertEqual(sweep.data_name("zen3", "causal=on"),
-                         "shootdown-model-zen3-causal_on.json")
+        self.assertEqual(sweep.data_name("zen3", "causal=off"),
+                         "shootdown-model-zen3-causal_off.json")
         d = data()
         self.assertNotIn("BAREMM_MODEL_ARGS", sweep.render(d, []))
-        d["model_args"] = "causal=on"
-        self.assertIn("plugin arguments `causal=on`", sweep.render(d, []))
+        d["model_args"] = "causal=off"
+        self.assertIn("plugin arguments `causal=off`", sweep.render(d, []))
 
     def test_plot_records_keep_one_line_per_protocol(self):
         recs = sweep.plot_records(data())

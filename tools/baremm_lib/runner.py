@@ -100,7 +100,7 @@ def model_plugin_args(profile):
     if not os.path.isfile(so):
         raise ToolError("%s is missing: build it with `make` (the cost-model plugin)" % MODEL_SO)
     arg = "%s,profile=%s" % (qemu_arg_path(so), qemu_arg_path(resolve_profile(profile)))
-    extra = os.environ.get("BAREMM_MODEL_ARGS")   # e.g. causal=on (docs/COSTMODEL.md)
+    extra = os.environ.get("BAREMM_MODEL_ARGS")   # e.g. causal=off (docs/COSTMODEL.md)
     return ["-plugin", arg + ("," + extra if extra else "")]
 
 

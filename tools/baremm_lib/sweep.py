@@ -159,8 +159,8 @@ def gen_doc_block(root, problems, profile="skylake-sp", model_args=None):
         return render(json.load(f), problems)
 
 
-def gen_doc_block_causal(root, problems):
-    return gen_doc_block(root, problems, model_args="causal=on")
+def gen_doc_block_causal_off(root, problems):
+    return gen_doc_block(root, problems, model_args="causal=off")
 
 
 def plot_records(data):
