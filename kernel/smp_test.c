@@ -243,3 +243,13 @@ KTEST(smp, x2apic_icr_write_is_fenced)
 		      "lfence < wrmsr)", at_mfence, at_lfence, at_wrmsr);
 }
 
+
+/* The cross-CPU call wait's spin hint, at every site, is the one the MACHINE line reports
+ * (call_wait=): fails if a site was missed or patched wrong, or the report lies. */
+KTEST(smp, call_wait_sites_hold_reported_hint)
+{
+	unsigned n = 0;
+	bool ok = smp_call_wait_site_check(&n);
+	KT_EXPECT_MSG(ok, "%u call-wait sites; want each to hold %s (%s) inside kernel text", n,
+		      smp_call_wait_name(), !strcmp(smp_call_wait_name(), "nop") ? "66 90" : "f3 90");
+}
