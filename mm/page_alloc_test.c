@@ -183,8 +183,8 @@ static struct stress_ctx stress;
  * phase of all_cpus_concurrent ran for minutes. Round-robin and -icount boots do all the
  * operations well inside the bound.
  */
-#define STRESS_MIN_OPS 200
-#define STRESS_SECONDS 3
+#define STRESS_MIN_OPS 50
+#define STRESS_SECONDS 2
 
 static void bound_by_time(struct stress_ctx *c)
 {
