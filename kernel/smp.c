@@ -96,26 +96,25 @@ static const char *call_wait_why = "default";
 /* -- probe: how does QEMU run the vCPUs? -- */
 
 /*
- * -icount makes the TSC a count of executed instructions: the same straight-line work
- * between two rdtsc reads gives the same delta every time (no other vCPU runs during it:
- * they idle at this point). Without -icount the TSC follows the host's clock and the
- * deltas jitter (its steps are ~10 ns, so the work is long enough for many steps of jitter).
- * Majority of 8 so that one timer interrupt does not decide.
+ * -icount makes the TSC a count of executed instructions: two rdtsc back to back differ by
+ * the same few ticks every time (3 at shift=0, 6 at shift=1, 12 at shift=2, with the TSC
+ * at ~2 GHz). Without -icount the TSC follows the host's clock, and two rdtsc under TCG
+ * are two helper calls that each read it, tens of host cycles or more apart (21 ticks
+ * steps on the 2-core host, or 0 from a coarse clock). At least 6 of 8 equal and small
+ * (one timer interrupt must not decide); the first pair only translates the code.
  */
 static bool tsc_counts_instructions(void)
 {
-	u64 d[8];
-	for (int i = 0; i < 8; i++) {
-		u64 x = i, t = rdtsc();
-		for (int k = 0; k < 1024; k++)	/* ~70k instructions: tens of us under TCG */
-			__asm__ __volatile__(".rept 64\n\timul $3, %0, %0\n\t.endr" : "+r"(x));
+	u64 d[9];
+	for (int i = 0; i < 9; i++) {
+		u64 t = rdtsc();
 		d[i] = rdtsc() - t;
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 1; i < 4; i++) {
 		int same = 0;
-		for (int j = 0; j < 8; j++)
+		for (int j = 1; j < 9; j++)
 			same += d[j] == d[i];
-		if (same >= 6)
+		if (same >= 6 && d[i] >= 1 && d[i] <= 12)
 			return true;
 	}
 	return false;
@@ -240,7 +239,7 @@ void smp_choose_call_wait(void)
 			nop = false;
 			call_wait_why = "one-cpu";
 		} else if (tsc_counts_instructions()) {
-			nop = false;	/* -icount: always round-robin */
+			nop = false;	/* -icount: always round-robin (shift 0-2 recognised) */
 			call_wait_why = "tcg-icount";
 		} else {
 			enum vcpu_threads t = probe_vcpu_threads();
