@@ -479,8 +479,8 @@ def linux_sentences(exp, linux_out):
                       pct_s(p["pct_lo"]), pct_s(p["pct_hi"])), pct_s(here)))
         if abs(p["pct"]) > 100.0:
             s += ("; a change larger than Linux's whole cost means the two operations are "
-                  "too different for this projection (Linux's figure is %s)"
-                  % (p["what"] or "a one-CPU operation"))
+                  "too different for this projection (%s)"
+                  % (p["what"] or "Linux's figure is a one-CPU operation"))
         if p["ratio"] < 1.0:
             s += ("; our path is cheaper than Linux's, so our relative effect is %.1fx "
                   "what Linux's would be." % (1.0 / p["ratio"]))
