@@ -97,6 +97,7 @@ struct vcpu {
 	u64 ld_clock, ld_seq;	/* clock x100 and store_seq at this CPU's latest load */
 	bool ipi_pending;	/* an IPI was sent to this CPU and not taken yet */
 	u32 xapic_icr_hi;	/* the last value this CPU stored to the xAPIC ICR high */
+	u32 xapic_ldr, xapic_dfr;	/* its xAPIC logical destination and destination format */
 	u64 ipi_at;		/* x100: its earliest start (send + ipi_latency) */
 	/* timed regions */
 	bool in_region;
@@ -621,7 +622,7 @@ static void hlt_cb(unsigned vi, void *ud)
  * block (the handler, or the wake from HLT) starts no earlier than now + ipi_latency.
  * Destination: EDX (physical x2APIC ID = slot), or the shorthand in ICR bits 18-19.
  * A GS_BASE write (MSR 0xc0000101) moves the writer's slot to the new base. */
-static void send_ipi(unsigned vi, u32 icr_lo, u32 dest);
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest, bool x2);
 
 static void wrmsr_cb(unsigned vi, void *ud)
 {
@@ -633,7 +634,7 @@ static void wrmsr_cb(unsigned vi, void *ud)
 	if (!read_reg(reg_gpr[0], &eax) || !read_reg(reg_gpr[2], &edx))
 		return;
 	if ((u32)ecx == 0x830) {
-		send_ipi(vi, (u32)eax, (u32)edx);
+		send_ipi(vi, (u32)eax, (u32)edx, true);
 		return;
 	}
 	/* runs before the instruction: gs_base still holds the old base, if any */
@@ -646,14 +647,19 @@ static void wrmsr_cb(unsigned vi, void *ud)
 			 (unsigned long long)old);
 }
 
-/* An ICR write by CPU vi: icr_lo's bits 18-19 are the shorthand, dest the physical APIC
- * ID (= slot) when there is none. */
-static void send_ipi(unsigned vi, u32 icr_lo, u32 dest)
+/* An ICR write by CPU vi: icr_lo's bits 18-19 are the shorthand, dest the destination
+ * when there is none: the APIC ID (= slot), or logical IDs when ICR bit 11 says so. */
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest, bool x2)
 {
 	u64 at = eff_clock(vi) + P.ipi_latency * 100;
 	unsigned sh = (icr_lo >> 18) & 3;
+	bool logical = icr_lo & (1u << 11);
 	for (unsigned t = 0; t < max_vcpus; t++) {
-		bool hit = sh == 0 ? t == dest : sh == 1 ? t == vi : sh == 2 ? true : t != vi;
+		bool hit;
+		if (sh == 0)
+			hit = logical ? apic_logical_hit(x2, t, vcpus[t].xapic_ldr, vcpus[t].xapic_dfr, dest) : t == dest;
+		else
+			hit = sh == 1 ? t == vi : sh == 2 ? true : t != vi;
 		if (!hit || !vcpus[t].live)
 			continue;
 		struct vcpu *w = &vcpus[t];
@@ -701,14 +707,24 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
 		/* xAPIC: a store to ICR high (0xfee00310) holds the destination, one to ICR low
-		 * (0xfee00300) sends */
-		if (multi && (pa & ~0x10ull) == 0xfee00300ull && qemu_plugin_mem_is_store(info)) {
+		 * (0xfee00300) sends; LDR (0xd0) and DFR (0xe0) say who a logical one reaches */
+		if (multi && (pa & ~0xfffull) == 0xfee00000ull && qemu_plugin_mem_is_store(info)) {
 			qemu_plugin_mem_value mv = qemu_plugin_mem_get_value(info);
 			u32 x = mv.type == QEMU_PLUGIN_MEM_VALUE_U64 ? (u32)mv.data.u64 : mv.data.u32;
-			if (pa & 0x10)
+			switch (pa & 0xfff) {
+			case 0x310:
 				v->xapic_icr_hi = x;
-			else
-				send_ipi(vi, x, v->xapic_icr_hi >> 24);
+				break;
+			case 0x300:
+				send_ipi(vi, x, v->xapic_icr_hi >> 24, false);
+				break;
+			case 0x0d0:
+				v->xapic_ldr = x;
+				break;
+			case 0x0e0:
+				v->xapic_dfr = x;
+				break;
+			}
 		}
 		return;
 	}
@@ -1215,6 +1231,7 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
 	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
 	v->inval_line = ~0ull;
+	v->xapic_dfr = ~0u;	/* the xAPIC's reset value: flat model */
 	pac_flush(v);
 	rep_filter_reset(&v->rep);
 	v->live = true;

@@ -77,3 +77,19 @@ unsigned ident_rebase(struct ident *id, u64 old, u64 base)
 		id->last_base = base;
 	return slot;
 }
+
+/* x2APIC: a cluster (bits 16-31) and a mask of its 16 CPUs; the logical ID is
+ * (APIC ID / 16) << 16 | 1 << (APIC ID % 16). xAPIC: LDR bits 24-31 against an 8-bit
+ * mask in the flat model (DFR bits 28-31 all ones, the reset value; Linux's flat mode up
+ * to 8 CPUs), or cluster (high nibble, 0xf = every cluster) and mask (low nibble) in the
+ * cluster model. */
+bool apic_logical_hit(bool x2, unsigned apic_id, u32 ldr, u32 dfr, u32 dest)
+{
+	if (x2)
+		return (dest >> 16) == (apic_id >> 4) && (dest & (1u << (apic_id & 15)));
+	u32 id = ldr >> 24;
+	dest &= 0xff;
+	if ((dfr >> 28) == 0xf)
+		return (id & dest) != 0;
+	return ((dest >> 4) == 0xf || (dest >> 4) == (id >> 4)) && (id & dest & 0xf);
+}

@@ -1,7 +1,7 @@
 /*
  * The cost model's parts that do not depend on QEMU: the profile (profile.c), the caches
  * (cache.c), the TLBs (tlb.c), the x86 instruction classifier (decode.c) and the table
- * that tells vCPUs apart (ident.c). The plugin
+ * that tells vCPUs apart, with who a logical IPI reaches (ident.c). The plugin
  * glue (costmodel.c) wires them to QEMU; the host test (test_model.c) tests them alone.
  */
 #ifndef BAREMM_MODEL_H
@@ -149,6 +149,10 @@ static inline void ident_nobase(struct ident *id, unsigned hint)
 /* A CPU whose GS base is old (0: none, see ident.c) writes base: the slot of old, if any,
  * becomes base's. Returns that slot, or n when nothing changed. */
 unsigned ident_rebase(struct ident *id, u64 old, u64 base);
+/* Whether an IPI to logical destination dest (ICR bit 11 set) reaches the CPU with APIC
+ * ID apic_id (x2APIC: its logical ID follows from it) or, under xAPIC, with logical
+ * destination register ldr and destination format register dfr. */
+bool apic_logical_hit(bool x2, unsigned apic_id, u32 ldr, u32 dfr, u32 dest);
 
 /* ---- rep string line filter ---- */
 

@@ -477,6 +477,29 @@ HTEST(ident_rebase_changes_nothing_else)
 	HT_EXPECT(!c);
 }
 
+/* Linux without x2APIC sends its IPIs in xAPIC flat logical mode: CPU n's LDR is
+ * 1 << (24 + n). The plugin once read the 8-bit mask as an APIC ID: an IPI to CPU 1
+ * (mask 0x02) went to a CPU 2 that did not exist, one to CPU 0 (0x01) to CPU 1. */
+HTEST(apic_logical_destinations)
+{
+	const u32 flat = 0xffffffffu;
+	HT_EXPECT(apic_logical_hit(false, 1, 0x02000000, flat, 0x02));
+	HT_EXPECT(!apic_logical_hit(false, 0, 0x01000000, flat, 0x02));
+	HT_EXPECT(apic_logical_hit(false, 0, 0x01000000, flat, 0x03));
+	HT_EXPECT(!apic_logical_hit(false, 2, 0x00000000, flat, 0xff));	/* LDR never set */
+	/* cluster model: cluster 1, member bit 1 */
+	const u32 cluster = 0x0fffffffu;
+	HT_EXPECT(apic_logical_hit(false, 5, 0x12000000, cluster, 0x12));
+	HT_EXPECT(apic_logical_hit(false, 5, 0x12000000, cluster, 0xf2));
+	HT_EXPECT(!apic_logical_hit(false, 5, 0x12000000, cluster, 0x22));
+	HT_EXPECT(!apic_logical_hit(false, 5, 0x12000000, cluster, 0x11));
+	/* x2APIC: APIC ID 17 is cluster 1, bit 1; the LDR/DFR arguments do not matter */
+	HT_EXPECT(apic_logical_hit(true, 17, 0, 0, 0x00010002));
+	HT_EXPECT(!apic_logical_hit(true, 17, 0, 0, 0x00000002));
+	HT_EXPECT(!apic_logical_hit(true, 17, 0, 0, 0x00010001));
+	HT_EXPECT(apic_logical_hit(true, 0, 0, 0, 0x00000001));
+}
+
 int main(void)
 {
 	return htest_main("costmodel");
