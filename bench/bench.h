@@ -49,8 +49,10 @@
  * CPUs of each round), the same median in ns, ops/s per CPU for throughput-shaped
  * benchmarks (.throughput), and ev.<event>=<per op> for every event that moved.
  *
- * Options: bench=<glob>|list|default, runs=, warmup=, iters=, bench_cpus=,
- * ab=<variant option>:<v1>,<v2>[,...] (only options declared with DEFINE_VARIANT_*).
+ * Options: bench=<glob>|list|default, runs=, warmup=, iters=, bench_cpus=N (or a list
+ * 2,4,8 / range 2-16: each benchmark runs once per count, in that order), cases=<params>
+ * (only the cases with these parameters), ab=<variant option>:<v1>,<v2>[,...] (only
+ * options declared with DEFINE_VARIANT_*).
  */
 #ifndef BAREMM_BENCH_H
 #define BAREMM_BENCH_H

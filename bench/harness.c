@@ -26,12 +26,17 @@ DEFINE_OPTION_UINT(opt_runs, "runs", 0, 0, 1000, "measured runs per figure (0 = 
 DEFINE_OPTION_UINT(opt_warmup, "warmup", 1000, 0, 1000,
 		   "unmeasured runs first (1000 = the benchmark's default)");
 DEFINE_OPTION_UINT(opt_iters, "iters", 0, 0, 1ULL << 32, "operations per run (0 = the benchmark's default)");
-DEFINE_OPTION_UINT(opt_bench_cpus, "bench_cpus", 0, 0, NR_CPUS,
-		   "CPUs taking part in parallel benchmarks (0 = the benchmark's default)");
+DEFINE_OPTION_STRING(opt_bench_cpus, "bench_cpus", NULL,
+		     "CPUs taking part in multi-CPU benchmarks (0 or none = the benchmark's "
+		     "default); a list (2,4,8) or range (2-16) runs each benchmark once per count");
+DEFINE_OPTION_STRING(opt_cases, "cases", NULL,
+		     "run only the cases whose parameter is in this list (e.g. 1,0 for "
+		     "tlb.shootdown's 1-page and full flush); none = every case");
 DEFINE_OPTION_STRING(opt_ab, "ab", NULL,
 		     "compare values of a variant option in one boot, interleaved: ab=<option>:<v1>,<v2>[,...]");
 
 #define MAX_RUNS 1000
+#define MAX_COUNTS 64	/* bench_cpus= values and cases= values */
 static bool bench_skipped;	/* run_bench: nothing measured, the reason printed */
 #define MAX_VARIANTS 4
 #define MAX_SUMMARY 256
@@ -276,6 +281,78 @@ static void run_round(struct bench_ctx *ctx, u64 *per_op, u64 *ops_per_s, u64 *e
 		ev[e] = region_count ? region_acc[e] : pr.ev_after[e] - pr.ev_before[e];
 }
 
+/* ---- bench_cpus= and cases= lists ---- */
+
+static unsigned ncounts, ncase_sel;
+static u64 counts[MAX_COUNTS];	/* bench_cpus= values in order; none: the default */
+static u64 case_sel[MAX_COUNTS];	/* cases= values */
+
+/* "N", "A,B,C", "A-B" (inclusive, ascending) or a mix, each value in lo..hi. Returns
+ * the number of values (0 for a lone "0" when zero_is_default), or -1 after a
+ * BAREMM-ERROR line naming the option. */
+static int parse_list(const char *name, const char *s, u64 lo, u64 hi, bool zero_is_default,
+		      u64 *out)
+{
+	unsigned n = 0;
+	if (zero_is_default && !strcmp(s, "0"))
+		return 0;
+	for (const char *p = s;;) {
+		u64 a = 0, b;
+		const char *q = p;
+		while (*q >= '0' && *q <= '9' && a <= hi)
+			a = a * 10 + (u64)(*q++ - '0');
+		b = a;
+		bool ok = q != p;
+		if (ok && *q == '-') {
+			const char *r = ++q;
+			b = 0;
+			while (*q >= '0' && *q <= '9' && b <= hi)
+				b = b * 10 + (u64)(*q++ - '0');
+			ok = q != r && b >= a;
+		}
+		if (!ok || (*q && *q != ',') || a < lo || b > hi) {
+			printk("BAREMM-ERROR option: %s: expected numbers %lu..%lu, ranges A-B (A <= B) "
+			       "and commas, as in %s=2,4 or %s=2-16 (got '%s')\n", name, (unsigned long)lo,
+			       (unsigned long)hi, name, name, s);
+			return -1;
+		}
+		for (u64 x = a; x <= b; x++) {
+			if (n == MAX_COUNTS) {
+				printk("BAREMM-ERROR option: %s: at most %d values (got more in '%s')\n",
+				       name, MAX_COUNTS, s);
+				return -1;
+			}
+			out[n++] = x;
+		}
+		if (!*q)
+			return (int)n;
+		p = q + 1;
+	}
+}
+
+static int parse_lists(void)
+{
+	int n = opt_bench_cpus ? parse_list("bench_cpus", opt_bench_cpus, 1, NR_CPUS, true, counts) : 0;
+	if (n < 0)
+		return -1;
+	ncounts = (unsigned)n;
+	n = opt_cases ? parse_list("cases", opt_cases, 0, ~0ull >> 8, false, case_sel) : 0;
+	if (n < 0)
+		return -1;
+	ncase_sel = (unsigned)n;
+	return 0;
+}
+
+static bool case_selected(u64 param)
+{
+	if (!ncase_sel)
+		return true;
+	for (unsigned i = 0; i < ncase_sel; i++)
+		if (case_sel[i] == param)
+			return true;
+	return false;
+}
+
 /* ---- variants ---- */
 
 static int parse_ab(struct variant_set *vs)
@@ -349,12 +426,13 @@ static void set_variant(struct variant_set *vs, const char *val)
 	vs->opt->set = was_set;
 }
 
-/* Early in boot, for every command line: a malformed ab= is a bad option even when no
- * benchmark would read it (tests=, bench=list). Leaves the option at its boot value. */
-int bench_check_ab(void)
+/* Early in boot, for every command line: a malformed ab=, bench_cpus= or cases= is a bad
+ * option even when no benchmark would read it (tests=, bench=list). Leaves ab='s option
+ * at its boot value. */
+int bench_check_options(void)
 {
 	struct variant_set vs;
-	if (parse_ab(&vs))
+	if (parse_lists() || parse_ab(&vs))
 		return -1;
 	if (vs.opt)
 		set_variant(&vs, vs.original);
@@ -492,16 +570,17 @@ static void print_summary(void)
 
 /* ---- one benchmark ---- */
 
-static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
+/* cpus: this run's bench_cpus= value, 0 = none given */
+static enum exit_status run_bench(const struct bench *b, struct variant_set *vs, unsigned cpus)
 {
 	static struct bench_ctx ctx;
 	unsigned def = bench_def_cpus(b), min = bench_min_cpus(b);
-	unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : def ? def : nr_cpu_ids;
-	if (!b->parallel && !opt_bench_cpus)
+	unsigned want = cpus ? cpus : def ? def : nr_cpu_ids;
+	if (!b->parallel && !cpus)
 		want = def ? MIN(def, nr_cpu_ids) : nr_cpu_ids;
 	if (!b->parallel && def == 1)
 		want = 1;	/* a one-CPU body: bench_cpus= would only mislabel the figure */
-	if (opt_bench_cpus && want < min) {
+	if (cpus && want < min) {
 		printk("BAREMM-ERROR bench %s: bench_cpus=%u is below its minimum of %u CPUs\n", b->name,
 		       want, min);
 		return EXIT_BENCH_ERROR;
@@ -526,12 +605,22 @@ static enum exit_status run_bench(const struct bench *b, struct variant_set *vs)
 	unsigned warm = opt_warmup != 1000 ? (unsigned)opt_warmup
 			: b->warmup ? b->warmup : BENCH_DEFAULT_WARMUP;
 	unsigned nvar = vs->opt ? vs->n : 1;
-	unsigned ncases = b->nparams ? b->nparams : 1;
+	unsigned ncases = b->nparams ? b->nparams : 1, nsel = 0;
+	for (unsigned c = 0; c < ncases; c++)
+		nsel += case_selected(b->nparams ? b->params[c] : 0);
+	if (!nsel) {
+		printk("BAREMM-INFO bench=%s skipped=\"cases=%s selects none of its cases\"\n",
+		       b->name, opt_cases);
+		bench_skipped = true;
+		return EXIT_PASS;
+	}
 	if (runs > MAX_RUNS)
 		runs = MAX_RUNS;
 	printk("BAREMM-INFO bench=%s desc=\"%s\" reads=\"%s\" runs=%u warmup=%u cases=%u variants=%u\n",
-	       b->name, b->desc, b->reads ? b->reads : "", runs, warm, ncases, nvar);
+	       b->name, b->desc, b->reads ? b->reads : "", runs, warm, nsel, nvar);
 	for (unsigned c = 0; c < ncases; c++) {
+		if (!case_selected(b->nparams ? b->params[c] : 0))
+			continue;
 		memset(&ctx, 0, sizeof(ctx));
 		ctx.b = b;
 		ctx.ncpus = want;
@@ -612,9 +701,10 @@ int bench_run_selected(const char *glob)
 		return EXIT_PASS;
 	}
 	struct variant_set vs;
-	if (parse_ab(&vs))
+	if (parse_lists() || parse_ab(&vs))
 		return EXIT_BAD_OPTION;
 	bool deflt = !strcmp(glob, "default");
+	bool group = has_wildcard(glob) || deflt;
 	unsigned matched = 0;
 	enum exit_status st = EXIT_PASS;
 	nsummary = 0;
@@ -623,27 +713,35 @@ int bench_run_selected(const char *glob)
 		if (!sel)
 			continue;
 		matched++;
-		if (has_wildcard(glob) || deflt) {
-			/* a group selection skips what this machine cannot run, and says so */
-			unsigned want = opt_bench_cpus ? (unsigned)opt_bench_cpus : bench_def_cpus(b);
-			if (nr_cpu_ids < bench_min_cpus(b) || want > nr_cpu_ids) {
-				printk("BAREMM-INFO bench=%s skipped=\"needs %u CPUs, %u online\"\n", b->name,
-				       MAX(bench_min_cpus(b), want), nr_cpu_ids);
-				continue;
+		/* one run per bench_cpus= value, in the order given (a sweep in one boot) */
+		for (unsigned i = 0; i < (ncounts ? ncounts : 1); i++) {
+			unsigned cpus = ncounts ? (unsigned)counts[i] : 0;
+			if (group) {
+				/* a group selection skips what this machine cannot run, and says so */
+				unsigned want = cpus ? cpus : bench_def_cpus(b);
+				if (nr_cpu_ids < bench_min_cpus(b) || want > nr_cpu_ids) {
+					printk("BAREMM-INFO bench=%s skipped=\"needs %u CPUs, %u online\"\n",
+					       b->name, MAX(bench_min_cpus(b), want), nr_cpu_ids);
+					continue;
+				}
 			}
+			bench_skipped = false;
+			enum exit_status s = run_bench(b, &vs, cpus);
+			if (bench_skipped) {
+				if (group)
+					continue;
+				printk("BAREMM-ERROR bench %s: %s cannot be exercised here (see the "
+				       "skipped line above)\n", b->name,
+				       ncase_sel && opt_cases ? "the cases= selection or the ab= variant" :
+				       "the ab= variant");
+				s = EXIT_BENCH_ERROR;
+			}
+			if (s != EXIT_PASS)
+				st = s;
+			if (s == EXIT_BENCH_ERROR && !group)
+				break;
 		}
-		bench_skipped = false;
-		enum exit_status s = run_bench(b, &vs);
-		if (bench_skipped) {
-			if (has_wildcard(glob) || deflt)
-				continue;
-			printk("BAREMM-ERROR bench %s: the ab= variant cannot be exercised here (see the "
-			       "skipped line above)\n", b->name);
-			s = EXIT_BENCH_ERROR;
-		}
-		if (s != EXIT_PASS)
-			st = s;
-		if (s == EXIT_BENCH_ERROR && !has_wildcard(glob))
+		if (st == EXIT_BENCH_ERROR && !group)
 			break;
 	}
 	if (!matched) {

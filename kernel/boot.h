@@ -12,8 +12,9 @@ extern const char *cmdline_source;	/* "fw_cfg", "multiboot" or "none" */
 
 /* What a boot with neither tests= nor bench= does (bench/ harness: the default suite). */
 enum exit_status boot_default_run(void);
-/* Checks ab= (bench/harness.c): 0, or -1 after printing BAREMM-ERROR option: ab: ... */
-int bench_check_ab(void);
+/* Checks ab=, bench_cpus= and cases= (bench/harness.c): 0, or -1 after printing
+ * BAREMM-ERROR option: ... */
+int bench_check_options(void);
 
 /* The C entry point, called by boot/entry.asm with the multiboot2 magic and info. */
 __noreturn void kernel_main(u32 magic, u64 mbi_pa);

@@ -112,11 +112,12 @@ static void print_machine_header(void)
 	else
 		snprintf(pmu, sizeof(pmu), "none");
 	printk("BAREMM-MACHINE cpu_model=\"%s\" vendor=%s tsc_khz=%lu tsc_source=%s apic=%s accel=%s "
-	       "mem_mib=%lu cpus=%u firmware=%s pcid=%s invpcid=%s pmu=%s build=%s "
-	       "cmdline_source=%s cmdline=\"%s\"\n",
+	       "mem_mib=%lu cpus=%u firmware=%s pcid=%s invpcid=%s pmu=%s call_wait=%s "
+	       "call_wait_reason=%s build=%s cmdline_source=%s cmdline=\"%s\"\n",
 	       model, boot_cpu.vendor, (unsigned long)tsc_khz, tsc_source, apic_mode_name(), accel,
 	       (unsigned long)(boot_mem_bytes >> 20), nr_cpu_ids, boot_info.efi ? "uefi" : "bios",
-	       boot_cpu.pcid ? "yes" : "no", boot_cpu.invpcid ? "yes" : "no", pmu, baremm_build_id,
+	       boot_cpu.pcid ? "yes" : "no", boot_cpu.invpcid ? "yes" : "no", pmu, smp_call_wait_name(),
+	       smp_call_wait_reason(), baremm_build_id,
 	       cmdline_source, cmdline_shown);
 	model_hello();	/* under the cost model: the plugin states its profile next */
 }
@@ -195,7 +196,7 @@ static bool option_given(const char *name)
 static void check_option_conflicts(void)
 {
 	static const char *const bench_only[] = { "bench", "ab", "runs", "warmup", "iters",
-						  "bench_cpus" };
+						  "bench_cpus", "cases" };
 	if (option_given("tests"))
 		for (size_t i = 0; i < ARRAY_SIZE(bench_only); i++)
 			if (option_given(bench_only[i])) {
@@ -204,7 +205,7 @@ static void check_option_conflicts(void)
 				       bench_only[i], bench_only[i]);
 				kernel_exit(EXIT_BAD_OPTION);
 			}
-	if (bench_check_ab())
+	if (bench_check_options())
 		kernel_exit(EXIT_BAD_OPTION);
 }
 
@@ -313,6 +314,7 @@ static void kernel_main_on_stack(void)
 	page_alloc_init();
 	__asm__ __volatile__("sti");
 	smp_boot_aps(&madt);
+	smp_choose_call_wait();
 	page_alloc_init_pcp();
 
 	print_machine_header();

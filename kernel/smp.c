@@ -50,15 +50,230 @@ struct smp_call_batch {
 } __cacheline_aligned;
 static struct smp_call_batch call_batches[NR_CPUS];
 
+/*
+ * The wait's spin hint. Linux's wait (and so ours, on hardware and KVM) executes `pause`;
+ * under round-robin TCG (also every -icount and cost-model boot) `pause` is what hands the
+ * host thread to the next vCPU, the one we wait for. Under multi-threaded TCG it hands
+ * nothing over and only ends the vCPU's translated-block loop, a host-side exit per turn:
+ * there smp_choose_call_wait() rewrites it into the 2-byte NOP 66 90, so the instruction
+ * count and code layout stay the same. Each site's address is listed in its own section.
+ */
+static inline void csd_relax(void)
+{
+	__asm__ __volatile__("1: pause\n\t"
+			     ".pushsection baremm_call_wait_sites, \"a\"\n\t"
+			     ".balign 8\n\t"
+			     ".quad 1b\n\t"
+			     ".popsection" ::: "memory");
+}
+
 static void csd_wait(struct csd *c, unsigned target)
 {
 	u64 t0 = rdtsc();
 	while (atomic_load_acquire(&c->locked)) {
 		smp_call_queue_drain();	/* serve calls to us while we wait: no deadlock */
-		cpu_relax();
+		csd_relax();
 		if (unlikely(rdtsc() - t0 > watchdog_call_timeout_cycles()))
 			watchdog_call_stuck(target, t0);
 	}
+}
+
+#define CALL_WAIT_LIST(X)                                                                  \
+	X(CALL_WAIT_AUTO, "auto", "nop when the vCPUs run in parallel under TCG (multi-threaded, " \
+	  "probed at boot), else pause")                                                     \
+	X(CALL_WAIT_PAUSE, "pause", "spin with pause, as Linux (round-robin TCG needs it)") \
+	X(CALL_WAIT_NOP, "nop", "spin with a 2-byte NOP in its place (under round-robin TCG "   \
+	  "each wait then lasts until QEMU's 100 ms round-robin kick)")
+enum { CALL_WAIT_LIST(OPTION_ENUM_CONST) };
+DEFINE_OPTION_ENUM(opt_call_wait, "call_wait", CALL_WAIT_AUTO,
+		   "the spin hint in the cross-CPU call wait", CALL_WAIT_LIST);
+
+extern char __text_start[], __text_end[];
+extern const u64 __start_baremm_call_wait_sites[], __stop_baremm_call_wait_sites[];
+static bool call_wait_nop;		/* the sites hold 66 90 */
+static const char *call_wait_why = "default";
+
+/* -- probe: how does QEMU run the vCPUs? -- */
+
+/*
+ * -icount makes the TSC a count of executed instructions: two rdtsc back to back differ by
+ * the same few ticks every time (3 at shift=0, 6 at shift=1, 12 at shift=2, with the TSC
+ * at ~2 GHz). Without -icount the TSC follows the host's clock, and two rdtsc under TCG
+ * are two helper calls that each read it, tens of host cycles or more apart (21 ticks
+ * steps on the 2-core host, or 0 from a coarse clock). At least 6 of 8 equal and small
+ * (one timer interrupt must not decide); the first pair only translates the code.
+ */
+static bool tsc_counts_instructions(void)
+{
+	u64 d[9];
+	for (int i = 0; i < 9; i++) {
+		u64 t = rdtsc();
+		d[i] = rdtsc() - t;
+	}
+	for (int i = 1; i < 4; i++) {
+		int same = 0;
+		for (int j = 1; j < 9; j++)
+			same += d[j] == d[i];
+		if (same >= 6 && d[i] >= 1 && d[i] <= 12)
+			return true;
+	}
+	return false;
+}
+
+static volatile u64 probe_count;
+static volatile u32 probe_stop;
+#define PROBE_BURST 4096
+
+/* Runs on CPU 1 (its call handler) during the probe: bursts of stores, each followed by
+ * a pause, where round-robin TCG hands the host thread back to CPU 0. */
+static void probe_counter(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_acquire(&probe_stop)) {
+		for (int i = 0; i < PROBE_BURST; i++)
+			probe_count = probe_count + 1;
+		cpu_relax();
+	}
+}
+
+static void call_noop(void *arg)
+{
+	(void)arg;
+}
+
+/*
+ * Two loads of probe_count with register-only work between them, in one straight-line
+ * block. Without -icount, round-robin TCG switches vCPUs only between translated blocks,
+ * so CPU 1's stores can never land between the two loads; multi-threaded TCG runs CPU 1
+ * at the same time, and whenever both threads hold a host core they often do.
+ */
+static bool probe_pair_differs(void)
+{
+	u64 a, b, x = 1;
+	__asm__ __volatile__("mov %3, %0\n\t"
+			     ".rept 16\n\timul $3, %2, %2\n\t.endr\n\t"
+			     "mov %3, %1"
+			     : "=&r"(a), "=&r"(b), "+r"(x) : "m"(probe_count));
+	return a != b;
+}
+
+enum vcpu_threads { VCPUS_PARALLEL, VCPUS_ROUND_ROBIN, VCPUS_UNDECIDED };
+
+#define PROBE_PAIRS 256		/* pairs per run (no pause inside a run) */
+#define PROBE_HITS 2		/* differing pairs: proof of parallel vCPUs */
+#define PROBE_STREAK 16		/* runs in a row with the round-robin signature */
+#define PROBE_MAX_MS 2000	/* neither seen: undecided (keep pause) */
+
+/*
+ * CPU 0 alternates runs of pairs with a pause. Round-robin signature: CPU 1 makes progress
+ * in every pause (its turn) and none during the run. Multi-threaded TCG on a loaded host
+ * can time-share both vCPU threads on one host core, which shows neither signal: the
+ * probe then waits (up to PROBE_MAX_MS) for a moment when both run.
+ */
+static enum vcpu_threads probe_vcpu_threads(void)
+{
+	unsigned hits = 0, streak = 0;
+	u64 t0 = rdtsc(), limit = ns_to_cycles(PROBE_MAX_MS * 1000000ULL);
+	probe_count = 0;
+	probe_stop = 0;
+	smp_call_function_single(1, probe_counter, NULL, false);
+	while (hits < PROBE_HITS && streak < PROBE_STREAK && rdtsc() - t0 < limit) {
+		u64 start = probe_count;
+		for (int i = 0; i < PROBE_PAIRS; i++)
+			hits += probe_pair_differs();
+		u64 end = probe_count;
+		cpu_relax();	/* round-robin: CPU 1's turn */
+		bool rr_like = end == start && probe_count != end;
+		streak = rr_like ? streak + 1 : 0;
+	}
+	atomic_store_release(&probe_stop, 1);
+	/* same slot, so this returns once probe_counter has returned */
+	smp_call_function_single(1, call_noop, NULL, true);
+	return hits >= PROBE_HITS ? VCPUS_PARALLEL
+	       : streak >= PROBE_STREAK ? VCPUS_ROUND_ROBIN : VCPUS_UNDECIDED;
+}
+
+static bool running_under_tcg(void)
+{
+	return boot_cpu.hypervisor && !strcmp(boot_cpu.hv_vendor, "TCGTCGTCGTCG");
+}
+
+/* Rewrite every call-wait site: pause (F3 90) <-> 2-byte NOP (66 90). Text is read-only,
+ * so the boot CPU lifts CR0.WP for the two-byte loop with interrupts off; only the first
+ * byte changes, so a CPU running the site sees one instruction or the other. */
+static void patch_call_wait(bool nop)
+{
+	unsigned long f = local_irq_save();
+	u64 cr0 = read_cr0();
+	write_cr0(cr0 & ~CR0_WP);
+	for (const u64 *s = __start_baremm_call_wait_sites; s < __stop_baremm_call_wait_sites; s++) {
+		volatile u8 *op = (volatile u8 *)*s;
+		BUG_ON(op[1] != 0x90 || (op[0] != 0xf3 && op[0] != 0x66));
+		op[0] = nop ? 0x66 : 0xf3;
+	}
+	write_cr0(cr0);
+	local_irq_restore(f);
+	/* every other CPU takes an interrupt (and its serialising return) before it runs the
+	 * sites again: x86's rule for code another CPU modified */
+	smp_call_function(call_noop, NULL, true);
+	call_wait_nop = nop;
+}
+
+void smp_choose_call_wait(void)
+{
+	bool nop;
+	switch (opt_call_wait) {
+	case CALL_WAIT_PAUSE:
+		nop = false;
+		call_wait_why = "forced";
+		break;
+	case CALL_WAIT_NOP:
+		nop = true;
+		call_wait_why = "forced";
+		break;
+	default:
+		if (!running_under_tcg()) {
+			nop = false;
+			call_wait_why = "not-tcg";
+		} else if (nr_cpu_ids < 2) {
+			nop = false;
+			call_wait_why = "one-cpu";
+		} else if (tsc_counts_instructions()) {
+			nop = false;	/* -icount: always round-robin (shift 0-2 recognised) */
+			call_wait_why = "tcg-icount";
+		} else {
+			enum vcpu_threads t = probe_vcpu_threads();
+			nop = t == VCPUS_PARALLEL;
+			call_wait_why = t == VCPUS_PARALLEL ? "tcg-parallel"
+					: t == VCPUS_ROUND_ROBIN ? "tcg-round-robin" : "tcg-undecided";
+		}
+	}
+	if (nop)
+		patch_call_wait(true);
+}
+
+const char *smp_call_wait_name(void)
+{
+	return call_wait_nop ? "nop" : "pause";
+}
+
+const char *smp_call_wait_reason(void)
+{
+	return call_wait_why;
+}
+
+bool smp_call_wait_site_check(unsigned *nsites)
+{
+	unsigned n = 0;
+	bool ok = true;
+	for (const u64 *s = __start_baremm_call_wait_sites; s < __stop_baremm_call_wait_sites; s++) {
+		const u8 *op = (const u8 *)*s;
+		n++;
+		ok &= op[0] == (call_wait_nop ? 0x66 : 0xf3) && op[1] == 0x90 &&
+		      *s >= (u64)__text_start && *s < (u64)__text_end;
+	}
+	*nsites = n;
+	return ok && n > 0;
 }
 
 /* Queue @c on @target; returns true when an IPI must be sent (queue was empty). */

@@ -62,6 +62,14 @@ void smp_init_calls(void);
 void smp_boot_aps(const struct madt_info *madt);
 void cpu_init_common(unsigned cpu);
 __noreturn void cpu_idle_loop(void);
+
+/* After smp_boot_aps: choose the cross-CPU call wait's spin hint (call_wait=; auto: probe
+ * whether the vCPUs run in parallel under TCG) and patch it in. */
+void smp_choose_call_wait(void);
+const char *smp_call_wait_name(void);		/* "pause" or "nop": what the wait runs */
+const char *smp_call_wait_reason(void);		/* why: forced, not-tcg, tcg-parallel, ... */
+/* Every site holds the chosen instruction and lies in kernel text; *nsites = how many. */
+bool smp_call_wait_site_check(unsigned *nsites);
 unsigned smp_num_online(void);
 
 #endif

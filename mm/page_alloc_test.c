@@ -12,6 +12,8 @@
 #include "kernel/smp.h"
 #include "kernel/atomic.h"
 #include "kernel/string.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/tsc.h"
 
 struct held_block {
 	struct page *page;
@@ -29,7 +31,9 @@ struct stress_ctx {
 	bool wide_orders;		/* orders up to MAX_ORDER (else <= 3) */
 	u64 errors;			/* atomic */
 	u64 allocs, fails, frees;	/* atomic sums */
+	u64 ops_done;			/* atomic sum */
 	u64 done;			/* CPUs finished (atomic) */
+	u64 min_ops, deadline;		/* stop after min_ops once the TSC passes deadline (0: never) */
 	u64 min_drains;			/* keep going until this many remote drains were issued */
 	u64 drains_issued;		/* by the draining CPU (atomic) */
 	u64 first_bad_pfn;
@@ -77,7 +81,7 @@ static void stress_fn(void *info)
 	struct stress_ctx *c = info;
 	unsigned cpu = smp_processor_id();
 	u64 s = c->seed ^ (0x9e3779b97f4a7c15ULL * (cpu + 1));
-	u64 allocs = 0, fails = 0, frees = 0, last_seq = 0;
+	u64 allocs = 0, fails = 0, frees = 0, last_seq = 0, i = 0;
 	struct page *hp = alloc_pages(GFP_KERNEL | __GFP_NOPCP, HELD_ORDER);
 
 	if (!hp) {
@@ -88,7 +92,8 @@ static void stress_fn(void *info)
 	unsigned n = 0;
 	/* Under round-robin TCG the draining CPU may not run at all during c->ops
 	 * operations: keep going until it has issued its drains, so they overlap. */
-	for (u64 i = 0; i < c->ops || atomic_load(&c->drains_issued) < c->min_drains; i++) {
+	for (i = 0; (i < c->ops && (i < c->min_ops || !c->deadline || rdtsc() < c->deadline)) ||
+		    atomic_load(&c->drains_issued) < c->min_drains; i++) {
 		u64 r = xorshift64(&s) % 100;
 		if (r < 50 && n < HELD_MAX) {
 			unsigned order = stress_order(c, &s);
@@ -126,6 +131,7 @@ static void stress_fn(void *info)
 	}
 	free_pages(hp, HELD_ORDER);
 out:
+	atomic_add(&c->ops_done, i);
 	atomic_add(&c->allocs, allocs);
 	atomic_add(&c->fails, fails);
 	atomic_add(&c->frees, frees);
@@ -134,8 +140,8 @@ out:
 
 static void report(struct ktest_ctx *kt, struct stress_ctx *c, const char *what)
 {
-	printk("# %s: %llu allocs, %llu failed, %llu frees, %llu errors\n", what,
-	       (unsigned long long)c->allocs, (unsigned long long)c->fails,
+	printk("# %s: %llu operations, %llu allocs, %llu failed, %llu frees, %llu errors\n", what,
+	       (unsigned long long)c->ops_done, (unsigned long long)c->allocs, (unsigned long long)c->fails,
 	       (unsigned long long)c->frees, (unsigned long long)c->errors);
 	KT_EXPECT_MSG(c->errors == 0, "%s: %llu errors, first: %s (pfn 0x%llx)", what,
 		      (unsigned long long)c->errors, c->first_error ? c->first_error : "?",
@@ -170,12 +176,29 @@ KTEST(page_alloc, orders_aligned_and_recovered)
 
 static struct stress_ctx stress;
 
+/*
+ * Each CPU's operations are bounded by time as well (at least STRESS_MIN_OPS): booted by
+ * hand with 8 vCPUs on 2 host cores under multi-threaded TCG, every hand-off of the
+ * FIFO zone lock waits for the host to schedule the next ticket's vCPU thread, and one
+ * phase of all_cpus_concurrent ran for minutes. Round-robin and -icount boots do all the
+ * operations well inside the bound.
+ */
+#define STRESS_MIN_OPS 50
+#define STRESS_SECONDS 2
+
+static void bound_by_time(struct stress_ctx *c)
+{
+	c->min_ops = STRESS_MIN_OPS;
+	c->deadline = rdtsc() + tsc_khz * 1000 * STRESS_SECONDS;
+}
+
 static void run_stress(struct ktest_ctx *kt, const char *what, u64 ops, bool wide)
 {
 	memset(&stress, 0, sizeof(stress));
 	stress.ops = ops;
 	stress.seed = event_sum(EV_ZONE_LOCK) + 1;
 	stress.wide_orders = wide;
+	bound_by_time(&stress);
 	on_each_cpu(stress_fn, &stress, true);
 	KT_EXPECT_EQ(stress.done, nr_cpu_ids);
 	report(kt, &stress, what);
@@ -251,26 +274,42 @@ KTEST_SMP(page_alloc, remote_drain, 2)
 }
 
 /*
- * Remote drains while the target CPUs are busy allocating. CPU 1 launches the stress loop
- * on CPUs 2.. (non-waiting calls) and runs it itself; they serve their call queues between
- * operations. This CPU, free of pending calls to CPUs 2.., keeps draining them (waiting
- * calls, from thread context) while allocating and freeing itself.
+ * Remote drains while the target CPUs are busy allocating. Every other CPU runs the stress
+ * loop in thread context (smp_run_parallel, interrupts on, and polling its call queue
+ * between operations); this CPU meanwhile drains random ones of them with waiting calls
+ * and allocates and frees itself. (The stress once ran inside a call handler launched
+ * with non-waiting calls: a drain queued behind it in the same batch of the target's
+ * queue then waited for the stress loop, which waited for more drains - a deadlock seen
+ * with 8 vCPUs under multi-threaded TCG.)
  */
-static void launch_fn(void *info)
+static u64 drains_issued_here;
+
+static void drain_or_stress(void *info)
 {
-	cpumask_t m = cpu_online_mask;
-	cpumask_clear_cpu(0, &m);
-	cpumask_clear_cpu(smp_processor_id(), &m);
-	smp_call_function_many(&m, stress_fn, info, false);
-	stress_fn(info);
+	struct stress_ctx *c = info;
+	if (smp_processor_id() != 0) {
+		stress_fn(c);
+		return;
+	}
+	u64 s = c->seed, issued = 0;
+	while (atomic_load(&c->done) < nr_cpu_ids - 1) {
+		unsigned t = 1 + (unsigned)(xorshift64(&s) % (nr_cpu_ids - 1));
+		drain_pages_cpu(t);
+		issued++;
+		atomic_inc(&c->drains_issued);
+		unsigned order = (unsigned)(xorshift64(&s) % 4);
+		struct page *p = alloc_pages(GFP_USER, order);
+		if (p)
+			free_pages(p, order);
+	}
+	drains_issued_here = issued;
 }
 
-KTEST_SMP(page_alloc, remote_drains_during_stress, 3)
+KTEST_SMP(page_alloc, remote_drains_during_stress, 2)
 {
 	bool pcp_was = opt_pcp;
 	u64 before = nr_free_pages();
-	unsigned me = smp_processor_id();
-	if (me != 0)
+	if (smp_processor_id() != 0)
 		kt_skip("expects to run on CPU 0");
 	opt_pcp = true;
 	memset(&stress, 0, sizeof(stress));
@@ -278,20 +317,10 @@ KTEST_SMP(page_alloc, remote_drains_during_stress, 3)
 	stress.seed = event_sum(EV_ZONE_LOCK) + 7;
 	stress.poll_calls = true;
 	stress.min_drains = 32;
+	bound_by_time(&stress);
 	u64 drains0 = event_sum(EV_PCP_DRAIN);
-	smp_call_function_single(1, launch_fn, &stress, false);
-
-	u64 s = stress.seed, issued = 0;
-	while (atomic_load(&stress.done) < nr_cpu_ids - 1) {
-		unsigned c = 2 + (unsigned)(xorshift64(&s) % (nr_cpu_ids - 2));
-		drain_pages_cpu(c);
-		issued++;
-		atomic_inc(&stress.drains_issued);
-		unsigned order = (unsigned)(xorshift64(&s) % 4);
-		struct page *p = alloc_pages(GFP_USER, order);
-		if (p)
-			free_pages(p, order);
-	}
+	smp_run_parallel(&cpu_online_mask, drain_or_stress, &stress);
+	u64 issued = drains_issued_here;
 	report(kt, &stress, "stress with remote drains");
 	printk("# %llu remote drains issued, %llu drains of non-empty lists\n",
 	       (unsigned long long)issued, (unsigned long long)(event_sum(EV_PCP_DRAIN) - drains0));

@@ -53,7 +53,8 @@ struct stale_ctx {
 	u64 *slot;
 	struct page *pa, *pb;
 	int mode;
-	unsigned rounds;
+	unsigned rounds, rounds_done;
+	u64 deadline;			/* after STALE_MIN_ROUNDS, no round starts past it */
 	volatile u64 round, flushed, stop;
 	u64 written_through;		/* downgrade: old page holds a post-shootdown write */
 	bool timeout;
@@ -116,9 +117,20 @@ static bool wait_all(struct stale_ctx *c, bool done, u64 r)
 	return true;
 }
 
+/*
+ * Rounds are bounded by time as well (at least STALE_MIN_ROUNDS per run): booted by hand
+ * with 8 vCPUs on 2 host cores under multi-threaded TCG, each round waits twice for the
+ * host to schedule every remote vCPU thread, and 24 rounds of 8 variants took 37 s per
+ * test. Round-robin and -icount boots run every round inside the bound.
+ */
+#define STALE_MIN_ROUNDS 4
+#define STALE_RUN_MS 1000
+
 static void stale_initiator(struct stale_ctx *c)
 {
-	for (u64 r = 1; r <= c->rounds && !c->timeout; r++) {
+	for (u64 r = 1; r <= c->rounds && !c->timeout &&
+			(r <= STALE_MIN_ROUNDS || rdtsc() < c->deadline); r++) {
+		c->rounds_done = (unsigned)r;
 		fill64(c->pa, PAT_A);
 		fill64(c->pb, PAT_B);
 		mm_lock(c->mm);
@@ -176,6 +188,7 @@ static void stale_fn(void *arg)
 
 struct stale_result {
 	u64 stale_reads, stale_writes, written_through, post_reads, setup_errors;
+	unsigned rounds;
 	bool timeout, setup_failed;
 };
 
@@ -186,6 +199,7 @@ static struct stale_result stale_run(int mode, unsigned rounds)
 	memset(c, 0, sizeof(*c));
 	c->mode = mode;
 	c->rounds = rounds;
+	c->deadline = deadline_after_ms(STALE_RUN_MS);
 	c->va = TEST_VA;
 	c->mm = mm_alloc();
 	c->pa = alloc_page(0);
@@ -224,6 +238,7 @@ static struct stale_result stale_run(int mode, unsigned rounds)
 	}
 	res.written_through = c->written_through;
 	res.timeout = c->timeout;
+	res.rounds = c->rounds_done;
 
 	mm_lock(c->mm);
 	(void)pt_clear(c->slot);
@@ -267,10 +282,11 @@ static bool stale_suite(struct ktest_ctx *kt, int mode, unsigned rounds, const c
 	printk("# %s%s self-check (remote flush skipped): %llu stale reads, %llu writes through "
 	       "read-only, in %u rounds on %u remote CPUs -> %s\n", mname, tag,
 	       (unsigned long long)sc.stale_reads, (unsigned long long)sc.stale_writes,
-	       SELFCHECK_ROUNDS, smp_num_online() - 1,
+	       sc.rounds, smp_num_online() - 1,
 	       visible ? "the detector sees a stale TLB" : "NOT observable");
 	KT_EXPECT(!sc.timeout && !sc.setup_failed);
 
+	unsigned rmin = rounds, rmax = 0;
 	for (int proto = 0; proto < 2; proto++) {
 		for (int early = 0; early < 2; early++) {
 			for (int full = 0; full < 2; full++) {
@@ -280,6 +296,9 @@ static bool stale_suite(struct ktest_ctx *kt, int mode, unsigned rounds, const c
 				u64 ea0 = ev(EV_TLB_EARLY_ACK), rf0 = ev(EV_TLB_REMOTE_FLUSH);
 				struct stale_result r = stale_run(mode, rounds);
 				const char *pn = tlb_protocol_names[proto];
+				rmin = MIN(rmin, r.rounds);
+				rmax = MAX(rmax, r.rounds);
+				KT_EXPECT(r.rounds >= MIN(rounds, STALE_MIN_ROUNDS));
 				KT_EXPECT_MSG(!r.setup_failed && !r.timeout && !r.setup_errors,
 					      "%s %s early_ack=%d ceiling=%d: setup failed=%d "
 					      "timeout=%d setup_errors=%llu", mname, pn, early,
@@ -301,6 +320,8 @@ static bool stale_suite(struct ktest_ctx *kt, int mode, unsigned rounds, const c
 			}
 		}
 	}
+	printk("# %s%s: %u..%u rounds per variant of %u (%u ms bound per variant)\n", mname, tag,
+	       rmin, rmax, rounds, STALE_RUN_MS);
 	variants_restore(&saved);
 	return visible;
 }

@@ -27,7 +27,8 @@
 #include "mm/tlb_test.h"
 
 DEFINE_OPTION_UINT(tlb_stress_iters, "tlb_stress_iters", 50, 1, 1000000,
-		   "iterations per variant of the tlb.concurrent_initiators test");
+		   "iterations per variant of the tlb.concurrent_initiators test (at most: after "
+		   "the first, a variant stops at 2 s)");
 
 /* ==== lazy TLB ==== */
 
@@ -164,9 +165,20 @@ KTEST(tlb, flush_ceiling)
 
 #define CONC_PAGES 4
 
+/*
+ * Bounded by time as well as by tlb_stress_iters (at least CONC_MIN_ITERS per variant):
+ * booted by hand with 8 vCPUs on 2 host cores under multi-threaded TCG, each of the six
+ * barriers per iteration waits for the host to schedule every vCPU thread. Round-robin
+ * and -icount boots run every iteration well inside the bound.
+ */
+#define CONC_MIN_ITERS 1
+#define CONC_SECONDS 2
+
 struct conc_ctx {
 	struct mm_struct *mm;
-	u64 iters;
+	u64 iters, deadline;
+	volatile u64 iters_done;
+	volatile u32 stop;
 	u32 ncpus;
 	struct smp_barrier bar;
 	volatile u64 errors, stale, lost, faults_bad;
@@ -186,7 +198,7 @@ static void conc_fn(void *arg)
 	if (vm_mmap(c->mm, own, CONC_PAGES * PAGE_SIZE, RW, VM_ANON, NULL) != (long)own)
 		atomic_inc(&c->errors);
 	smp_barrier_wait(&c->bar);
-	for (u64 i = 0; i < c->iters; i++) {
+	for (u64 i = 0; !c->stop; i++) {
 		for (unsigned p = 0; p < CONC_PAGES; p++)
 			*(volatile u64 *)(own + p * PAGE_SIZE) = conc_tag(me, i);
 		smp_barrier_wait(&c->bar);
@@ -227,6 +239,13 @@ static void conc_fn(void *arg)
 		if (cpu_tlbstate[me].loaded_gen != atomic_load(&c->mm->tlb_gen))
 			atomic_inc(&c->lost);
 		local_irq_restore(f);
+		/* CPU 0 decides between the last two barriers; all read it after the last one,
+		 * before CPU 0 can decide again */
+		if (me == 0) {
+			c->iters_done = i + 1;
+			c->stop = i + 1 >= c->iters ||
+				  (i + 1 >= CONC_MIN_ITERS && rdtsc() > c->deadline);
+		}
 		smp_barrier_wait(&c->bar);
 	}
 	switch_mm(NULL);
@@ -246,6 +265,7 @@ KTEST_SMP(tlb, concurrent_initiators, 2)
 		c->mm = mm_alloc();
 		KT_ASSERT(c->mm);
 		c->iters = tlb_stress_iters;
+		c->deadline = rdtsc() + tsc_khz * 1000 * CONC_SECONDS;
 		c->ncpus = smp_num_online();
 		smp_barrier_init(&c->bar, c->ncpus);
 		u64 req0 = ev(EV_TLB_FLUSH_REQ), rf0 = ev(EV_TLB_REMOTE_FLUSH);
@@ -256,11 +276,12 @@ KTEST_SMP(tlb, concurrent_initiators, 2)
 		printk("# %s early_ack=%s: %u CPUs x %llu iterations in %llu ms: %llu flush "
 		       "requests, %llu remote flushes, %llu skipped as caught up, %llu early acks\n",
 		       tlb_protocol_names[v & 1], v >> 1 ? "on" : "off", c->ncpus,
-		       (unsigned long long)c->iters, (unsigned long long)(dt / tsc_khz),
+		       (unsigned long long)c->iters_done, (unsigned long long)(dt / tsc_khz),
 		       (unsigned long long)(ev(EV_TLB_FLUSH_REQ) - req0),
 		       (unsigned long long)(ev(EV_TLB_REMOTE_FLUSH) - rf0),
 		       (unsigned long long)(ev(EV_TLB_SKIP_UPTODATE) - sk0),
 		       (unsigned long long)(ev(EV_TLB_EARLY_ACK) - ea0));
+		KT_EXPECT(c->iters_done >= MIN(CONC_MIN_ITERS, c->iters));
 		KT_EXPECT_EQ(c->errors, 0);
 		KT_EXPECT_MSG(c->stale == 0, "%llu reads saw a freed page's old contents (last %#llx)",
 			      (unsigned long long)c->stale, (unsigned long long)c->first_bad);

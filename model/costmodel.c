@@ -2,7 +2,7 @@
  * baremm's cycle-cost model, a QEMU TCG plugin (docs/COSTMODEL.md).
  *
  *   qemu-system-x86_64 ... -icount shift=0,sleep=off,align=off \
- *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH]
+ *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH][,causal=off]
  *
  * Per vCPU: clock = instructions x base_cpi + penalties. Instructions and fixed penalties
  * (atomics, serialising instructions, IRET, ...) are summed per translation block at
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "model/qemu_plugin_api.h"
 #include "model/model.h"
@@ -118,6 +119,7 @@ static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
 static int out_fd = 1;
+static bool causal = true;	/* a load cannot see a store from its future (data_line_multi); causal=off drops it */
 static int api_cur;
 static bool hello_done;
 static GByteArray *regbuf, *membuf;
@@ -398,10 +400,35 @@ struct dent {
 	u64 seq;	/* store_seq of the last store */
 	u16 owner;	/* modified owner's slot + 1; 0 = clean (shared or nowhere) */
 	u16 writer;	/* slot of the last store's CPU */
+	/* A speed aid that prices nothing: bit (slot % 32) is set for every slot whose L1d or
+	 * L2 may hold the line (a superset; all bits while unknown, i.e. since the entry was
+	 * made). A store then looks only in those CPUs' caches for copies to invalidate. */
+	u32 sharers;
 };
+_Static_assert(sizeof(struct dent) == 32, "two directory entries per host cache line");
 #define DIR_BITS 22
 static struct dent *dir;
 static u64 store_seq;
+
+/* The directory is 128 MiB touched at random: on 2 MiB host pages its lookups miss the
+ * host's TLB far less (zeroed like calloc's memory; NULL when out of memory). */
+static struct dent *dir_alloc(void)
+{
+	size_t len = sizeof(struct dent) << DIR_BITS, huge = (size_t)2 << 20;
+	u8 *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	u8 *a = (u8 *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+#ifdef MADV_HUGEPAGE
+	madvise(a, len, MADV_HUGEPAGE);	/* advice only: without it the table still works */
+#endif
+	return (struct dent *)a;
+}
+
+static inline u32 sharer_bit(unsigned slot)
+{
+	return 1u << (slot & 31);
+}
 
 static inline struct dent *dir_get(u64 line, bool create)
 {
@@ -412,6 +439,7 @@ static inline struct dent *dir_get(u64 line, bool create)
 		return NULL;
 	memset(d, 0, sizeof(*d));
 	d->tag = line + 1;
+	d->sharers = ~0u;	/* CPUs may hold the line from before the entry existed */
 	return d;
 }
 
@@ -508,14 +536,28 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 		struct dent *d = lvl >= LVL_LLC ? dir_get(line, false) : NULL;
 		if (!d)
 			return level_lat(v, lvl);
+		/* a fill into this CPU's L1d/L2 (an L2 hit was such a fill before) */
+		d->sharers |= sharer_bit(vi);
 		bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
 		if (wake)
 			wait_events_back(v);
 		u64 cost = level_lat(v, lvl);
 		unsigned o = d->owner ? d->owner - 1u : vi;
-		if (o != vi && holds(o, line))
+		bool c2c = o != vi && holds(o, line);
+		if (c2c)
 			cost = c2c_price(v, vi, o);
 		d->owner = 0;	/* shared now (the owner keeps its copy) */
+		if (causal && !wake && !v->waiting && c2c && d->wclock > clock_of(vi, NULL)) {
+			/* QEMU ran the writer first, but its store comes later in modelled time: the
+			 * load returns no earlier than that store + the transfer (counted as a wait),
+			 * as on hardware, where the reader would have spun until then. causal=off
+			 * (the model before this rule) lets the read see the future: docs/COSTMODEL.md. */
+			u64 t = d->wclock + cost * 100;
+			v->ev[EV_WAIT]++;
+			v->ev[EV_WAIT_CYCLES] += (t - clock_of(vi, NULL)) / 100;
+			clock_set(vi, t);
+			return 0;
+		}
 		if (!wake)
 			return cost;
 		wake_to(vi, d->wclock, cost);
@@ -529,19 +571,24 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 	if (line != v->inval_line || switches != v->inval_epoch) {
 		v->inval_line = line;
 		v->inval_epoch = switches;
-		for (unsigned k = 0; k < max_vcpus; k++) {
-			struct vcpu *w = &vcpus[k];
-			if (k == vi || !w->live)
-				continue;
-			bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
-			if (a || b || w->last_line == line) {
-				shared = true;
-				v->ev[EV_COH_INVAL]++;
-				if (w->last_line == line)
-					w->last_line = ~0ull;
+		/* only the CPUs the entry names can hold a copy: the others would find none */
+		for (u32 m = d->sharers; m; m &= m - 1) {
+			for (unsigned k = (unsigned)__builtin_ctz(m); k < max_vcpus; k += 32) {
+				struct vcpu *w = &vcpus[k];
+				if (k == vi || !w->live)
+					continue;
+				bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
+				if (a || b || w->last_line == line) {
+					shared = true;
+					v->ev[EV_COH_INVAL]++;
+					if (w->last_line == line)
+						w->last_line = ~0ull;
+				}
 			}
 		}
+		d->sharers = 0;	/* every other copy is gone */
 	}
+	d->sharers |= sharer_bit(vi);
 	if (v->waiting && (remote_m || shared)) {
 		/* a store to a line other CPUs hold: the CPU has stopped spinning */
 		wait_events_back(v);
@@ -940,7 +987,8 @@ static void hello(void)
 	hello_done = true;
 	char d[2048];
 	profile_describe(&P, d, sizeof(d));
-	out_line("BAREMM-MODEL %s plugin_api=%d physmap=0x%llx", d, api_cur, (unsigned long long)physmap);
+	out_line("BAREMM-MODEL %s plugin_api=%d physmap=0x%llx%s", d, api_cur, (unsigned long long)physmap,
+		 causal ? "" : " causal=off");
 }
 
 static void marker_cb(unsigned vi, void *ud)
@@ -1295,9 +1343,12 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 			out = argv[i] + 4;
 		} else if (!strcmp(argv[i], "trace=ident")) {
 			trace_ident = true;
+		} else if (!strcmp(argv[i], "causal=on") || !strcmp(argv[i], "causal=off")) {
+			causal = argv[i][7] == 'o' && argv[i][8] == 'n';
 		} else {
 			fprintf(stderr,
-				"costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE, trace=ident)\n",
+				"costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE, causal=on|off, "
+				"trace=ident)\n",
 				argv[i]);
 			return -1;
 		}
@@ -1334,7 +1385,7 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	ident_init(&ident, max_vcpus);
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
 	if (multi)
-		dir = calloc((size_t)1 << DIR_BITS, sizeof(*dir));
+		dir = dir_alloc();
 	if (!vcpus || (multi && !dir) || cache_init(&llc, P.llc_kib, P.llc_ways)) {
 		fprintf(stderr, "costmodel: out of memory\n");
 		return -1;

@@ -73,6 +73,7 @@ static inline u64 read_cr0(void) { u64 v; __asm__ __volatile__("mov %%cr0, %0" :
 static inline u64 read_cr4(void) { u64 v; __asm__ __volatile__("mov %%cr4, %0" : "=r"(v)); return v; }
 static inline void write_cr0(u64 v) { __asm__ __volatile__("mov %0, %%cr0" ::"r"(v) : "memory"); }
 static inline void write_cr4(u64 v) { __asm__ __volatile__("mov %0, %%cr4" ::"r"(v) : "memory"); }
+#define CR0_WP (1u << 16)
 #define CR4_PGE (1u << 7)
 #define CR4_OSFXSR (1u << 9)
 #define CR4_PCIDE (1u << 17)

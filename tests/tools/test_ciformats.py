@@ -50,6 +50,29 @@ class CombinedKtapTest(unittest.TestCase):
         self.assertIn("ok 2 clang-build # SKIP clang not installed", text)
         self.assertTrue(text.rstrip().split("\n")[-1].startswith("# Totals: pass:"))
 
+    def test_cut_suite_counts_as_a_failure(self):
+        """A boot cut inside a suite (watchdog) leaves a suite with no tests: the document's
+        totals count its failure, as KUnit's parser does (it read 1..0 + not ok as one
+        failed test while # Totals said fail:1 of 2)."""
+        log = ("KTAP version 1\n1..2\n    KTAP version 1\n    # Subtest: boot\n    1..1\n"
+               "    ok 1 memory_map_sane\nok 1 boot\n    KTAP version 1\n"
+               "    # Subtest: rcu\n    1..1\nWATCHDOG: CPU 0 waited\n"
+               "BAREMM-END status=watchdog results=0\n")
+        boot = ktap.parse_text(log).to_dict()
+        st = [{"name": "smp4", "ok": False, "problems": ["got watchdog"], "ktap": boot}]
+        text = ciformats.combined_ktap(st)
+        self.assertIn("    # suite planned 1 tests, reported none (output cut)\n"
+                      "    not ok 2 rcu\n", text)
+        self.assertNotIn("1..0", text)
+        self.assertTrue(text.endswith("# Totals: pass:1 fail:2 skip:0 total:3\n"))
+        k = ktap.parse_text(text)
+        self.assertEqual(k.all_errors(), [])
+        self.assertEqual((k.counts()["pass"], k.counts()["fail"]), (1, 2))
+        root = ET.fromstring(ciformats.junit_xml(st))
+        self.assertEqual([tc.get("classname") + "." + tc.get("name")
+                          for tc in root.iter("testcase") if tc.find("failure") is not None],
+                         ["smp4.rcu", "smp4.check"])
+
     def test_junit(self):
         st, boot = steps()
         root = ET.fromstring(ciformats.junit_xml(st))

@@ -201,9 +201,11 @@ class CommandTest(unittest.TestCase):
         runner.build = lambda *a, **k: None
         perfcheck.private_iso = lambda top: os.path.join(top, "x.iso")
         self.cmdlines = []
+        self.cfgs = []
 
         def fake_boot(cfg, outdir, echo=None, iso=None, name="run"):
             self.cmdlines.append((cfg["cmdline"], cfg["smp"], cfg["icount"], iso))
+            self.cfgs.append(cfg)
             log = "seed001_icount.log" if cfg["icount"] else "seed001_tcg.log"
             r = rec(log)
             r["qemu"] = {"duration_s": 1.0}
@@ -228,6 +230,19 @@ class CommandTest(unittest.TestCase):
         self.assertIn("Verdict (deterministic mode", out)
         self.assertTrue(any(f.startswith("experiment-001") for f in
                             os.listdir(os.path.join(self.tmp, "results"))))
+
+    def test_003_model_runs_at_16_cpus(self):
+        # the model's size of seed 003: 16 CPUs on the zone lock with the benchmark's own
+        # runs (no runs= word), 1 GiB, and the model's own host timeout
+        self.run_cli(["experiment", "003", "--model", "skylake-sp", "--no-build"])
+        cfg = self.cfgs[0]
+        self.assertEqual((cfg["smp"], cfg["mem"], cfg["model"], cfg["timeout"]),
+                         (16, "1G", "skylake-sp", 2400))
+        self.assertEqual(cfg["cmdline"], "bench=alloc.bulk10k ab=pcp_mt:cached,lookup")
+        self.run_cli(["experiment", "003", "--icount", "--no-build"])
+        self.assertEqual((self.cfgs[1]["smp"], self.cfgs[1]["timeout"]), (2, 900))
+        self.run_cli(["experiment", "003", "--model", "zen3", "--no-build", "--timeout", "60"])
+        self.assertEqual(self.cfgs[2]["timeout"], 60)
 
     def test_save_for_the_docs(self):
         out_dir = os.path.join(self.tmp, "data")

@@ -4,7 +4,13 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402,F401  (puts tools/ on sys.path)
-from baremm_lib import modelcheck_smp as mc  # noqa: E402
+from baremm_lib import logparse, modelcheck_smp as mc  # noqa: E402
+
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+# CPU 0's per-op events of modelsmp.ipi_roundtrip under skylake-sp, x2APIC
+IPI_EV = dict(ipi_sent=1.0, iret=1.0, c2c_transfer=4.0, rfo_inval=3.0, mem_access=159.005,
+              atomic=2.0, io=0.0)
 
 
 def fig(bench, median, insns, **ev):
@@ -18,7 +24,7 @@ class ModelCheckSmpTest(unittest.TestCase):
 
     def good(self):
         return [fig("modelsmp.line_pingpong", 277.05, 34.4, c2c_transfer=1.0),
-                fig("modelsmp.ipi_roundtrip", 8327.4, 564.05, ipi_sent=1.0, iret=1.0)]
+                fig("modelsmp.ipi_roundtrip", 8327.4, 564.05, **IPI_EV)]
 
     def test_profile_keys(self):
         for k in ("c2c_lat", "c2c_remote_lat", "sockets", "cores_per_socket", "ipi_latency"):
@@ -46,6 +52,64 @@ class ModelCheckSmpTest(unittest.TestCase):
         r = self.good()
         r[1]["median"] = 12327.4
         self.assertEqual(len(mc.check(r, self.p)), 1)
+
+    def test_expected_is_the_priced_path(self):
+        # 2 x 2000 + 1000 + 7 x 125 + 6 x 77 + 3 x 150 + 2 x 18 + 152.005 x 4 + 564.05
+        self.assertAlmostEqual(mc.ipi_expected(self.good()[1], self.p), 7995.07, places=2)
+        x = fig("modelsmp.ipi_roundtrip", 9432.36, 546.05, **dict(IPI_EV, io=4.0))
+        # xAPIC: (4 + 3) x mem_lat 240 instead of 3 x wrmsr
+        self.assertAlmostEqual(mc.ipi_expected(x, self.p, "xapic"), 7995.07 - 450 + 1680 - 18,
+                               places=2)
+
+    def test_tolerance_is_tight(self):
+        """One transfer or one IRET's worth off the path is caught on either side."""
+        r = self.good()
+        exp = mc.ipi_expected(r[1], self.p)
+        for median in (exp * (1 - mc.IPI_TOL_LO) - 1, exp * (1 + mc.IPI_TOL_HI) + 1,
+                       8327.4 - self.p["irq_roundtrip"], 8327.4 + self.p["irq_roundtrip"]):
+            r[1]["median"] = median
+            self.assertEqual(len(mc.check(r, self.p)), 1, median)
+
+    def test_xapic_needs_mmio(self):
+        x = fig("modelsmp.ipi_roundtrip", 9432.36, 546.05, **IPI_EV)   # io 0: an x2APIC boot
+        f = mc.check([x], self.p, "xapic")
+        self.assertTrue(any("not an xAPIC boot" in m for m in f), f)
+
+
+class RecordedLogTest(unittest.TestCase):
+    """Logs of real boots (tools/baremm model-check, skylake-sp): they pass; the same log
+    with one figure perturbed fails."""
+
+    def load(self, name, perturb=None):
+        with open(os.path.join(DATA, name)) as f:
+            text = f.read()
+        if perturb:
+            old, new = perturb
+            self.assertIn(old, text)
+            text = text.replace(old, new, 1)
+        return logparse.parse_log(text)["results"]
+
+    def setUp(self):
+        self.p = mc.load_profile("skylake-sp")
+
+    def test_recorded_logs_pass(self):
+        self.assertEqual(mc.check(self.load("modelsmp_skylake_x2apic.log"), self.p), [])
+        self.assertEqual(mc.check(self.load("modelsmp_skylake_xapic.log"), self.p, "xapic"), [])
+
+    def test_perturbed_x2apic_log_fails(self):
+        # the model's round trip without one IPI latency (2000 cycles less)
+        r = self.load("modelsmp_skylake_x2apic.log", ("median=8327.36", "median=6327.36"))
+        f = mc.check(r, self.p)
+        self.assertEqual(len(f), 1)
+        self.assertTrue(f[0].startswith("modelsmp.ipi_roundtrip:"), f)
+
+    def test_perturbed_xapic_log_fails(self):
+        # xAPIC IPIs not delivered at send + ipi_latency: both latencies missing, no IPI seen
+        r = self.load("modelsmp_skylake_xapic.log", ("median=9432.36", "median=5432.36"))
+        self.assertEqual(len(mc.check(r, self.p, "xapic")), 1)
+        r = self.load("modelsmp_skylake_xapic.log",
+                      ("ev.model_ipi_sent=1.0000", "ev.model_ipi_sent=0.0000"))
+        self.assertEqual(len(mc.check(r, self.p, "xapic")), 1)
 
     def test_missing_figures(self):
         f = mc.check([], self.p)

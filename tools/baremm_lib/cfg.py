@@ -15,6 +15,8 @@ r"""tests/qemu/matrix.cfg and suites.cfg: kvm-unit-tests unittests.cfg style.
     ktap=required|optional
     groups=quick tests
     cmdline_escaped=tests=boot.*\x00bench=x   (the cmdline with C escapes \xNN \t \v \f \\)
+    screendump=yes            (compare the screen at the end with the serial log)
+    screen_fit=<regex>        (kernel lines matching it must fit the screen's width)
 
 Values run to the end of the line (a cmdline may contain '=' and '#'); only lines whose
 first non-blank character is '#' or ';' are comments. Unknown keys are errors.
@@ -27,6 +29,7 @@ DEFAULTS = {
     "cmdline": None, "smp": 1, "mem": "512M", "cpu": "max", "firmware": "bios",
     "accel": "tcg", "icount": False, "timeout": 120, "expect": "pass",
     "expect_output": None, "ktap": None, "groups": [], "cmdline_escaped": None,
+    "screendump": False, "screen_fit": None,
 }
 ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|[\\tvfnr0])")
 ESCAPES = {"\\": "\\", "t": "\t", "v": "\v", "f": "\f", "n": "\n", "r": "\r", "0": "\0"}
@@ -107,7 +110,7 @@ def parse(text, path="<cfg>"):
                 if v <= 0:
                     raise ValueError("must be > 0")
                 cur[key] = v
-            elif key == "icount":
+            elif key in ("icount", "screendump"):
                 cur[key] = parse_bool(val)
             elif key == "mem":
                 if not MEM_RE.match(val):
@@ -125,7 +128,7 @@ def parse(text, path="<cfg>"):
                 if val not in ALL_STATUSES:
                     raise ValueError("expected one of %s" % ", ".join(ALL_STATUSES))
                 cur[key] = val
-            elif key == "expect_output":
+            elif key in ("expect_output", "screen_fit"):
                 re.compile(val)
                 cur[key] = val
             elif key == "ktap":
@@ -142,6 +145,8 @@ def parse(text, path="<cfg>"):
         except (ValueError, re.error) as e:
             err(ln, "%s=%s: %s" % (key, val, e))
     for e in entries:
+        if e["screen_fit"] and not e["screendump"]:
+            err(e["line"], "screen_fit= needs screendump=yes")
         if e["ktap"] is None:
             e["ktap"] = "required" if e["expect"] in ("pass", "test_failed") and \
                 e["cmdline"] and "tests=" in e["cmdline"] else "optional"

@@ -29,11 +29,21 @@ def _tests_of(ktap):
     return out
 
 
+def _is_suite(t):
+    """A node with tests under it. A suite whose output was cut before its first test has
+    none: it is written and counted as one test with the suite's status, as the KUnit
+    parser counts it (a `1..0` suite would drop its failure from the totals)."""
+    return bool(t.get("tests"))
+
+
 def _emit(tests, indent, lines, counts):
     pad = " " * indent
     for num, t in enumerate(tests, 1):
         name = _clean(t.get("name"))
-        if "tests" in t:
+        if "tests" in t and not t["tests"]:
+            lines.append(pad + "# suite planned %s tests, reported none (output cut)"
+                         % (t.get("plan") if t.get("plan") is not None else "?"))
+        if _is_suite(t):
             lines.append(pad + "    KTAP version 1")
             lines.append(pad + "    # Subtest: " + name)
             lines.append(pad + "    1..%d" % len(t["tests"]))
@@ -82,7 +92,7 @@ def combined_ktap(steps):
 def _leaves(tests, prefix):
     for t in tests:
         name = _clean(t.get("name"))
-        if "tests" in t:
+        if _is_suite(t):
             yield from _leaves(t["tests"], prefix + [name])
         else:
             yield prefix, name, t

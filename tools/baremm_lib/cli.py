@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
-from . import experiment, modelcheck, perfcheck, symbolize, testrun
+from . import experiment, modelcheck, perfcheck, sweep, symbolize, testrun
 from . import docs
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
@@ -419,6 +419,7 @@ def build_parser():
     perfcheck.add_parser(sub)
     docs.add_parser(sub)
     modelcheck.add_parser(sub)
+    sweep.add_parser(sub)
     return ap
 
 

@@ -12,6 +12,9 @@ are rewritten from data files:
 - docs/RESULTS.md `linux-vs-baremm`: tools/linux-ref/reference.json against the baseline;
 - docs/EXPERIMENTS.md `seed-NNN`: docs/data/seed-NNN-{tcg,icount}.json, the saved
   experiment runs (`make seeds`), with the verdict recomputed from the saved figures.
+- docs/TLB.md `shootdown-model`: docs/data/shootdown-model-skylake-sp.json, the saved
+  shootdown sweep under the cost model (`tools/baremm shootdown-sweep --save docs/data`);
+  `shootdown-model-causal-off`: the same with `BAREMM_MODEL_ARGS=causal=off` (-causal_off.json).
 
 Each block names the build its figures came from; a build of a dirty tree is a problem.
 `--check` regenerates in memory and fails (exit 1) when a file differs or a stamp is
@@ -22,7 +25,7 @@ import os
 import re
 import sys
 
-from . import compare, experiment as ex, perfcheck, runner, verdict
+from . import compare, experiment as ex, perfcheck, runner, sweep, verdict
 
 DATA_DIR = os.path.join("docs", "data")
 BEGIN = "<!-- BEGIN generated %s: tools/baremm docs writes this block; do not edit -->"
@@ -223,6 +226,8 @@ FILES = {
                                         ("linux-vs-baremm-model", gen_linux_model)),
     os.path.join("docs", "EXPERIMENTS.md"): tuple(("seed-%s" % i, gen_seed(i))
                                                   for i in ex.ORDER),
+    os.path.join("docs", "TLB.md"): (("shootdown-model", sweep.gen_doc_block),
+                                     ("shootdown-model-causal-off", sweep.gen_doc_block_causal_off)),
 }
 
 
@@ -291,8 +296,9 @@ def main(a, out=sys.stdout):
 
 
 def add_parser(sub):
-    p = sub.add_parser("docs", help="regenerate the figure tables of docs/RESULTS.md and "
-                       "docs/EXPERIMENTS.md from tests/perf/baseline.json and docs/data/")
+    p = sub.add_parser("docs", help="regenerate the figure tables of docs/RESULTS.md, "
+                       "docs/EXPERIMENTS.md and docs/TLB.md from tests/perf/baseline.json and "
+                       "docs/data/")
     p.add_argument("--check", action="store_true", help="regenerate in memory; exit 1 when "
                    "the docs differ or a stamp names a dirty tree")
     p.set_defaults(func=main)

@@ -99,7 +99,9 @@ def model_plugin_args(profile):
     so = os.path.join(ROOT, MODEL_SO)
     if not os.path.isfile(so):
         raise ToolError("%s is missing: build it with `make` (the cost-model plugin)" % MODEL_SO)
-    return ["-plugin", "%s,profile=%s" % (qemu_arg_path(so), qemu_arg_path(resolve_profile(profile)))]
+    arg = "%s,profile=%s" % (qemu_arg_path(so), qemu_arg_path(resolve_profile(profile)))
+    extra = os.environ.get("BAREMM_MODEL_ARGS")   # e.g. causal=off (docs/COSTMODEL.md)
+    return ["-plugin", arg + ("," + extra if extra else "")]
 
 
 def qemu_arg_path(p):
@@ -138,6 +140,12 @@ def build_command(cfg, workdir, iso=None, qemu=QEMU):
                  "-drive", "if=pflash,format=raw,file=" + qemu_arg_path(vars_copy)]
     elif cfg.get("firmware", "bios") != "bios":
         raise ToolError("unknown firmware %r (bios or uefi)" % cfg.get("firmware"))
+    if cfg.get("qmp_socket"):
+        # the screen check (screendump=): the guest's exit request pauses the machine, the
+        # host takes the screendump over QMP and then quits (QEMU keeps the guest's exit
+        # code). wait=on: the guest starts only once the host is connected.
+        argv += ["-qmp", "unix:%s,server=on,wait=on" % qemu_arg_path(cfg["qmp_socket"]),
+                 "-action", "shutdown=pause"]
     if cfg.get("cmdline") is not None:
         path = os.path.join(workdir, "cmdline.txt")
         with open(path, "w") as f:
@@ -183,7 +191,71 @@ class LineEcho:
             self.out.flush()
 
 
-def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None):
+class ScreenDump:
+    """The QMP client of a screen-check boot (build_command's qmp_socket): connect, wait
+    for the guest's exit request (QEMU pauses, -action shutdown=pause), save the screen as
+    PPM, quit. Every failure stops QEMU at once: a paused machine would otherwise wait for
+    the host timeout. Runs in its own thread; .error says what went wrong."""
+
+    def __init__(self, sock_path, ppm_path):
+        self.sock_path = sock_path
+        self.ppm_path = ppm_path
+        self.error = None
+        self.taken = False
+
+    def run(self, p, deadline):
+        import json
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            while True:     # QEMU creates the socket shortly after it starts
+                try:
+                    sock.connect(self.sock_path)
+                    break
+                except (FileNotFoundError, ConnectionRefusedError):
+                    if p.poll() is not None or time.monotonic() > deadline:
+                        raise OSError("QEMU's QMP socket never accepted a connection")
+                    time.sleep(0.05)
+            sock.settimeout(max(1.0, deadline - time.monotonic()))
+            f = sock.makefile("rwb")
+
+            def receive():
+                line = f.readline()
+                if not line:
+                    raise EOFError
+                return json.loads(line)
+
+            def execute(cmd, **args):
+                f.write(json.dumps({"execute": cmd, "arguments": args}).encode() + b"\n")
+                f.flush()
+                while True:
+                    r = receive()
+                    if "error" in r:
+                        raise OSError("QMP %s: %s" % (cmd, r["error"].get("desc", r["error"])))
+                    if "return" in r:
+                        return r["return"]
+
+            receive()   # the greeting
+            execute("qmp_capabilities")
+            while True:
+                ev = receive()
+                if ev.get("event") == "SHUTDOWN":
+                    break
+            execute("screendump", filename=self.ppm_path, format="ppm")
+            self.taken = True
+            execute("quit")
+        except (EOFError, ConnectionResetError, BrokenPipeError):
+            # QEMU went away first (host timeout, or it could not start)
+            if p.poll() is None:
+                self.error = "QMP connection closed before the screendump"
+        except (OSError, ValueError) as e:
+            self.error = "screendump: %s" % e
+        finally:
+            sock.close()
+        if self.error or not self.taken:
+            _stop(p)
+
+
+def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None, screendump=None):
     """Run QEMU with its standard output (the serial port, `-serial stdio`) written
     straight to log_path, echo the file as it grows, kill QEMU after timeout s.
 
@@ -233,6 +305,10 @@ def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None):
     t_err = threading.Thread(target=pump_err, daemon=True)
     t_out.start()
     t_err.start()
+    t_qmp = None
+    if screendump:
+        t_qmp = threading.Thread(target=screendump.run, args=(p, start + timeout), daemon=True)
+        t_qmp.start()
     timed_out = False
     try:
         p.wait(timeout=timeout)
@@ -247,6 +323,8 @@ def run_qemu(argv, log_path, timeout, echo=None, stderr_path=None):
             _live.discard(p)
     t_out.join(10)
     t_err.join(10)
+    if t_qmp:
+        t_qmp.join(10)
     stderr = b"".join(err_chunks).decode("utf-8", errors="replace")
     if stderr_path:
         with open(stderr_path, "w") as f:
@@ -333,10 +411,23 @@ def boot(cfg, outdir, echo=None, iso=None, name="run"):
         # not "log is truncated" after QEMU failed to open it
         raise ToolError("%s does not exist: build it with `make` (or run without --no-build), "
                         "or name another with --iso" % path)
-    argv = build_command(cfg, outdir, iso=iso)
-    started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    q = run_qemu(argv, log_path, cfg.get("timeout", 300), echo=echo,
-                 stderr_path=os.path.join(outdir, "qemu.stderr"))
+    dump = qmp_dir = None
+    if cfg.get("screendump"):
+        import tempfile
+        # a short path: a unix socket's name is limited to 107 bytes
+        qmp_dir = tempfile.mkdtemp(prefix="baremm-qmp-")
+        cfg = dict(cfg, qmp_socket=os.path.join(qmp_dir, "qmp.sock"))
+        dump = ScreenDump(cfg["qmp_socket"], os.path.abspath(os.path.join(outdir, "screen.ppm")))
+    try:
+        argv = build_command(cfg, outdir, iso=iso)
+        started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        q = run_qemu(argv, log_path, cfg.get("timeout", 300), echo=echo,
+                     stderr_path=os.path.join(outdir, "qemu.stderr"), screendump=dump)
+    finally:
+        if qmp_dir:
+            shutil.rmtree(qmp_dir, ignore_errors=True)
+    if dump:
+        q["screendump"] = {"path": "screen.ppm" if dump.taken else None, "error": dump.error}
     if cfg.get("model") and q["exit_code"] not in st.QEMU_CODES and "plugin" in q["stderr"]:
         raise ToolError("QEMU could not run the cost-model plugin (QEMU built without TCG "
                         "plugins, or too old: plugin API 2..4 is needed, QEMU >= 9):\n%s"
@@ -377,7 +468,8 @@ def make_record(cfg, argv, q, parsed, name="run", started=None):
         "config": cfg_out,
         "qemu": {"argv": argv, "command": " ".join(shlex.quote(a) for a in argv),
                  "cwd": ROOT, "exit_code": q["exit_code"], "timed_out": q["timed_out"],
-                 "duration_s": q["duration_s"], "stderr": q["stderr"][-4000:]},
+                 "duration_s": q["duration_s"], "stderr": q["stderr"][-4000:],
+                 "screendump": q.get("screendump")},
         "status": status,
         "tool_exit": exit_status,
         "log": {"path": "serial.log", "lines": parsed["lines"],

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from . import cfg as cfgmod, ciformats, ktap, logparse, runner, status as st, unittests
+from . import cfg as cfgmod, ciformats, ktap, logparse, runner, screen, status as st, unittests
 
 MATRIX = os.path.join("tests", "qemu", "matrix.cfg")
 
@@ -217,6 +217,32 @@ def check_entry(entry, record, parsed):
                             "watchdog"):
         for e in record["log"]["errors"]:
             problems.append("log line %s: %s" % (e["line"], e["message"]))
+    if entry.get("screendump"):
+        problems += check_screen(entry, record, os.path.dirname(parsed["path"]))
+    return problems
+
+
+def check_screen(entry, record, d):
+    """The framebuffer mirror (screendump=yes): the screen at the guest's exit shows the
+    serial log's last rows, read back with the kernel's font (tools/baremm_lib/screen.py);
+    kernel lines matching screen_fit= fit the screen's width."""
+    dump = record["qemu"].get("screendump") or {}
+    if dump.get("error") or not dump.get("path"):
+        return [dump.get("error") or "no screendump taken"]
+    try:
+        with open(os.path.join(d, dump["path"]), "rb") as f:
+            scr = screen.read_screen(f.read(), screen.load_font())
+        with open(os.path.join(d, "screen.txt"), "w") as f:     # what was read, for people
+            f.write("".join(r.rstrip(" ") + "\n" for r in scr.rows))
+        with open(os.path.join(d, "serial.log"), "rb") as f:
+            serial = f.read()
+        problems = ["screen: " + p for p in screen.compare(scr, serial)]
+        if entry.get("screen_fit"):
+            for line in screen.long_lines(serial, scr.cols, entry["screen_fit"])[:5]:
+                problems.append("screen: a line of %d characters wraps on the %d-column "
+                                "screen: %r" % (len(line), scr.cols, line[:80]))
+    except (OSError, screen.ScreenError) as e:
+        problems = ["screen: %s" % e]
     return problems
 
 
