@@ -98,6 +98,7 @@ struct vcpu {
 	u64 ld_clock, ld_seq;	/* clock x100 and store_seq at this CPU's latest load */
 	bool ipi_pending;	/* an IPI was sent to this CPU and not taken yet */
 	u32 xapic_icr_hi;	/* the last value this CPU stored to the xAPIC ICR high */
+	u32 xapic_ldr, xapic_dfr;	/* its xAPIC logical destination and destination format */
 	u64 ipi_at;		/* x100: its earliest start (send + ipi_latency) */
 	/* timed regions */
 	bool in_region;
@@ -197,47 +198,53 @@ static bool read_guest(u64 va, void *dst, size_t len)
  * the kernel, k_gs_base while a Linux CPU is in user mode), which baremm and Linux set
  * to a distinct per-CPU area on every CPU. The first block seen with a new base claims
  * the slot QEMU named if that slot is still free, else the lowest free one; with CPUs
- * brought up in order (baremm, Linux) slots match logical CPU numbers. Before a CPU has
- * set its GS base (firmware, early boot), QEMU's index is used.
+ * brought up in order (baremm, Linux) slots match logical CPU numbers. A CPU that moves
+ * its base with a GS_BASE WRMSR keeps its slot (wrmsr_cb, ident.c): Linux's boot CPU
+ * starts on a boot-time per-CPU area and moves to its real one, and the stale base must
+ * not hold the slot the second CPU needs. Before a CPU has set its GS base (firmware,
+ * early boot), or if more bases than slots appear, QEMU's index is used.
  */
 static bool multi;		/* more than one vCPU: identify the running one */
 static unsigned running;	/* slot of the running vCPU (multi) */
 static u64 switches;		/* times the running slot changed */
-static u64 last_gs = ~0ull;
-static unsigned last_slot;
-static u64 slot_gs[256];	/* per slot: its kernel GS base, 0 = unclaimed */
+static struct ident ident;
+static bool trace_ident;	/* trace=ident: print each claim and move of a base (prints only) */
 
-static unsigned identify(unsigned hint)
+/* The running CPU's kernel GS base: gs_base in the kernel, k_gs_base in user mode; 0 if
+ * neither is a kernel address yet. */
+static u64 kernel_gs(void)
 {
 	u64 g;
 	if (!read_reg(reg_gs_base, &g))
-		return hint;
+		return 0;
 	if (!(g >> 63) && (!read_reg(reg_k_gs_base, &g) || !(g >> 63)))
+		return 0;
+	return g;
+}
+
+static unsigned identify(unsigned hint)
+{
+	u64 g = kernel_gs();
+	if (!g) {
+		ident_nobase(&ident, hint);
 		return hint;	/* no per-CPU kernel base yet */
-	if (g == last_gs)
-		return last_slot;
-	unsigned slot = max_vcpus;
-	for (unsigned i = 0; i < max_vcpus && i < 256; i++)
-		if (slot_gs[i] == g) {
-			slot = i;
-			break;
-		}
-	if (slot == max_vcpus) {
-		if (hint < max_vcpus && hint < 256 && !slot_gs[hint])
-			slot = hint;
-		else
-			for (unsigned i = 0; i < max_vcpus && i < 256; i++)
-				if (!slot_gs[i]) {
-					slot = i;
-					break;
-				}
-		if (slot == max_vcpus)
-			return hint;	/* more bases than CPUs: a kernel changed one; keep QEMU's */
-		slot_gs[slot] = g;
 	}
-	last_gs = g;
-	last_slot = slot;
-	return slot;
+	if (g == ident.last_base) {	/* the common case, without a call */
+		ident.last_only = true;
+		return ident.last_slot;
+	}
+	bool claimed;
+	u64 unclaimed = ident.unclaimed;
+	unsigned slot = ident_slot(&ident, g, hint, &claimed);
+	if (trace_ident && claimed)
+		out_line("BAREMM-MODEL-TRACE ident claim slot=%u base=0x%llx qemu=%u", slot, (unsigned long long)g,
+			 hint);
+	if (slot < ident.n)
+		return slot;
+	if (!unclaimed)	/* the first time only: it misattributes work from here on */
+		fprintf(stderr, "costmodel: warning: GS base 0x%llx found no free vCPU slot; QEMU's index is "
+			"used for it\n", (unsigned long long)g);
+	return hint;	/* more bases than CPUs; keep QEMU's */
 }
 
 /* The slot a callback's work belongs to. */
@@ -660,29 +667,46 @@ static void hlt_cb(unsigned vi, void *ud)
 
 /* WRMSR (multi): an x2APIC ICR write (MSR 0x830) sends an IPI; the destination's next
  * block (the handler, or the wake from HLT) starts no earlier than now + ipi_latency.
- * Destination: EDX (physical x2APIC ID = slot), or the shorthand in ICR bits 18-19. */
-static void send_ipi(unsigned vi, u32 icr_lo, u32 dest);
+ * Destination: EDX (physical x2APIC ID = slot), or the shorthand in ICR bits 18-19.
+ * A GS_BASE write (MSR 0xc0000101) moves the writer's slot to the new base. */
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest, bool x2);
 
 static void wrmsr_cb(unsigned vi, void *ud)
 {
 	(void)ud;
 	vi = cur(vi);
 	u64 ecx, eax, edx;
-	if (!read_reg(reg_gpr[1], &ecx) || (u32)ecx != 0x830)
+	if (!read_reg(reg_gpr[1], &ecx) || ((u32)ecx != 0x830 && (u32)ecx != 0xc0000101))
 		return;
 	if (!read_reg(reg_gpr[0], &eax) || !read_reg(reg_gpr[2], &edx))
 		return;
-	send_ipi(vi, (u32)eax, (u32)edx);
+	if ((u32)ecx == 0x830) {
+		send_ipi(vi, (u32)eax, (u32)edx, true);
+		return;
+	}
+	/* runs before the instruction: gs_base still holds the old base, if any */
+	u64 nb = (edx << 32) | (u32)eax, old;
+	if (!(nb >> 63) || !read_reg(reg_gs_base, &old))
+		return;
+	unsigned s = ident_rebase(&ident, old >> 63 ? old : 0, nb);
+	if (trace_ident && s < ident.n)
+		out_line("BAREMM-MODEL-TRACE ident move slot=%u base=0x%llx from=0x%llx", s, (unsigned long long)nb,
+			 (unsigned long long)old);
 }
 
-/* An ICR write by CPU vi: icr_lo's bits 18-19 are the shorthand, dest the physical APIC
- * ID (= slot) when there is none. */
-static void send_ipi(unsigned vi, u32 icr_lo, u32 dest)
+/* An ICR write by CPU vi: icr_lo's bits 18-19 are the shorthand, dest the destination
+ * when there is none: the APIC ID (= slot), or logical IDs when ICR bit 11 says so. */
+static void send_ipi(unsigned vi, u32 icr_lo, u32 dest, bool x2)
 {
 	u64 at = eff_clock(vi) + P.ipi_latency * 100;
 	unsigned sh = (icr_lo >> 18) & 3;
+	bool logical = icr_lo & (1u << 11);
 	for (unsigned t = 0; t < max_vcpus; t++) {
-		bool hit = sh == 0 ? t == dest : sh == 1 ? t == vi : sh == 2 ? true : t != vi;
+		bool hit;
+		if (sh == 0)
+			hit = logical ? apic_logical_hit(x2, t, vcpus[t].xapic_ldr, vcpus[t].xapic_dfr, dest) : t == dest;
+		else
+			hit = sh == 1 ? t == vi : sh == 2 ? true : t != vi;
 		if (!hit || !vcpus[t].live)
 			continue;
 		struct vcpu *w = &vcpus[t];
@@ -730,14 +754,24 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		v->ev[EV_IO]++;
 		v->cyc += P.mem_lat;
 		/* xAPIC: a store to ICR high (0xfee00310) holds the destination, one to ICR low
-		 * (0xfee00300) sends */
-		if (multi && (pa & ~0x10ull) == 0xfee00300ull && qemu_plugin_mem_is_store(info)) {
+		 * (0xfee00300) sends; LDR (0xd0) and DFR (0xe0) say who a logical one reaches */
+		if (multi && (pa & ~0xfffull) == 0xfee00000ull && qemu_plugin_mem_is_store(info)) {
 			qemu_plugin_mem_value mv = qemu_plugin_mem_get_value(info);
 			u32 x = mv.type == QEMU_PLUGIN_MEM_VALUE_U64 ? (u32)mv.data.u64 : mv.data.u32;
-			if (pa & 0x10)
+			switch (pa & 0xfff) {
+			case 0x310:
 				v->xapic_icr_hi = x;
-			else
-				send_ipi(vi, x, v->xapic_icr_hi >> 24);
+				break;
+			case 0x300:
+				send_ipi(vi, x, v->xapic_icr_hi >> 24, false);
+				break;
+			case 0x0d0:
+				v->xapic_ldr = x;
+				break;
+			case 0x0e0:
+				v->xapic_dfr = x;
+				break;
+			}
 		}
 		return;
 	}
@@ -1245,6 +1279,7 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
 	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
 	v->inval_line = ~0ull;
+	v->xapic_dfr = ~0u;	/* the xAPIC's reset value: flat model */
 	pac_flush(v);
 	rep_filter_reset(&v->rep);
 	v->live = true;
@@ -1259,6 +1294,9 @@ static void atexit_cb(qemu_plugin_id_t id, void *ud)
 	if (totals_done || !vcpus)
 		return;
 	totals_done = true;
+	if (trace_ident)
+		out_line("BAREMM-MODEL-TRACE ident switches=%llu unclaimed=%llu", (unsigned long long)switches,
+			 (unsigned long long)ident.unclaimed);
 	for (unsigned vi = 0; vi < max_vcpus; vi++) {
 		if (!vcpus[vi].live)
 			continue;
@@ -1303,10 +1341,14 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 			}
 		} else if (!strncmp(argv[i], "out=", 4)) {
 			out = argv[i] + 4;
+		} else if (!strcmp(argv[i], "trace=ident")) {
+			trace_ident = true;
 		} else if (!strcmp(argv[i], "causal=on") || !strcmp(argv[i], "causal=off")) {
 			causal = argv[i][7] == 'o' && argv[i][8] == 'n';
 		} else {
-			fprintf(stderr, "costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE, causal=on|off)\n",
+			fprintf(stderr,
+				"costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE, causal=on|off, "
+				"trace=ident)\n",
 				argv[i]);
 			return -1;
 		}
@@ -1340,6 +1382,7 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 		return -1;
 	}
 	multi = max_vcpus > 1;
+	ident_init(&ident, max_vcpus);
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
 	if (multi)
 		dir = dir_alloc();

@@ -1,6 +1,7 @@
 /*
  * The cost model's parts that do not depend on QEMU: the profile (profile.c), the caches
- * (cache.c), the TLBs (tlb.c) and the x86 instruction classifier (decode.c). The plugin
+ * (cache.c), the TLBs (tlb.c), the x86 instruction classifier (decode.c) and the table
+ * that tells vCPUs apart, with who a logical IPI reaches (ident.c). The plugin
  * glue (costmodel.c) wires them to QEMU; the host test (test_model.c) tests them alone.
  */
 #ifndef BAREMM_MODEL_H
@@ -120,6 +121,38 @@ void tlb_invlpg(struct tlb *t, u64 va);
 /* CR3 write: drops non-global entries (keep_global) or everything (CR4.PGE toggle). */
 void tlb_flush(struct tlb *t, bool keep_global);
 unsigned tlb_count(const struct tlb *t, bool global_only);
+
+/* ---- which vCPU is running (ident.c): per-CPU kernel GS base -> slot ---- */
+
+#define IDENT_MAX 256
+
+struct ident {
+	unsigned n;		/* slots (vCPUs), at most IDENT_MAX */
+	u64 base[IDENT_MAX];	/* per slot: its kernel GS base, 0 = unclaimed */
+	u64 last_base;		/* the base of the last block that had one (~0: none yet) ... */
+	unsigned last_slot;	/* ... its slot ... */
+	bool last_only;		/* ... and no block of another CPU since, by QEMU's index */
+	u64 unclaimed;		/* lookups of a base for which no slot was free */
+};
+
+void ident_init(struct ident *id, unsigned n);
+/* The slot of a kernel GS base (nonzero). A base seen for the first time claims slot
+ * hint (QEMU's vCPU index) if that is free, else the lowest free slot, and sets *claimed.
+ * Returns n when every slot belongs to another base. */
+unsigned ident_slot(struct ident *id, u64 base, unsigned hint, bool *claimed);
+/* A block without a kernel GS base ran on the vCPU QEMU calls hint. */
+static inline void ident_nobase(struct ident *id, unsigned hint)
+{
+	if (hint != id->last_slot)
+		id->last_only = false;
+}
+/* A CPU whose GS base is old (0: none, see ident.c) writes base: the slot of old, if any,
+ * becomes base's. Returns that slot, or n when nothing changed. */
+unsigned ident_rebase(struct ident *id, u64 old, u64 base);
+/* Whether an IPI to logical destination dest (ICR bit 11 set) reaches the CPU with APIC
+ * ID apic_id (x2APIC: its logical ID follows from it) or, under xAPIC, with logical
+ * destination register ldr and destination format register dfr. */
+bool apic_logical_hit(bool x2, unsigned apic_id, u32 ldr, u32 dfr, u32 dest);
 
 /* ---- rep string line filter ---- */
 

@@ -1,7 +1,7 @@
 # The cost model (docs/COSTMODEL.md): a QEMU TCG plugin built as build/model/costmodel.so,
 # and its host unit test (registered in HOST_TESTS, run by make host-test).
 MODEL_SO := $(BUILD)/model/costmodel.so
-MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c
+MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c model/ident.c
 MODEL_SRCS := model/costmodel.c $(MODEL_CORE)
 MODEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I.
 

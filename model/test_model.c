@@ -1,6 +1,7 @@
 /*
  * Host unit test of the cost model's parts (no QEMU): caches, TLBs, the rep string line
- * filter, the instruction classifier and the profile parser. Run by make host-test.
+ * filter, the instruction classifier, the profile parser and the vCPU identification table.
+ * Run by make host-test.
  */
 #include <stdio.h>
 #include <string.h>
@@ -369,6 +370,134 @@ HTEST(profile_files_in_tree)
 	struct profile p;
 	char err[256];
 	HT_EXPECT(profile_load("model/profiles/does-not-exist.cfg", &p, err, sizeof(err)) == -1);
+}
+
+/* ---- which vCPU is running ---- */
+
+/* The bases Linux 6.1 showed under QEMU -smp 2: the boot CPU starts on its boot-time
+ * per-CPU area (in the kernel image) and moves to its real one before CPU 1 comes up. */
+#define BSP_BOOT 0xffffffff83044000ull
+#define BSP_REAL 0xffff88801f400000ull
+#define AP_REAL 0xffff88801f500000ull
+
+HTEST(ident_claims_hint_then_lowest_free)
+{
+	struct ident id;
+	bool c;
+	ident_init(&id, 4);
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000001000ull, 2, &c), 2);
+	HT_EXPECT(c);
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000001000ull, 0, &c), 2);	/* known: the hint is ignored */
+	HT_EXPECT(!c);
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000002000ull, 2, &c), 0);	/* hint taken: lowest free */
+	HT_EXPECT(c);
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000003000ull, 9, &c), 1);	/* hint out of range */
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000004000ull, 0, &c), 3);
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000005000ull, 0, &c), 4);	/* none free: n */
+	HT_EXPECT(!c);
+	HT_EXPECT_EQ(id.unclaimed, 1);
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000002000ull, 3, &c), 0);
+}
+
+/* The shape of the bug this table once had: without the move, the boot CPU's two bases
+ * took both slots of a 2-CPU guest, CPU 1's base found none, and its work went to
+ * whichever vCPU QEMU named (the one that translated the block). */
+HTEST(ident_moved_base_keeps_its_slot)
+{
+	struct ident id;
+	bool c;
+	ident_init(&id, 2);
+	HT_EXPECT_EQ(ident_slot(&id, BSP_BOOT, 0, &c), 0);
+	HT_EXPECT_EQ(ident_rebase(&id, BSP_BOOT, BSP_REAL), 0);	/* wrmsr GS_BASE on CPU 0 */
+	HT_EXPECT_EQ(ident_slot(&id, BSP_REAL, 0, &c), 0);
+	HT_EXPECT(!c);
+	/* CPU 1, in a block CPU 0 translated: QEMU says 0, the free slot is 1 */
+	HT_EXPECT_EQ(ident_slot(&id, AP_REAL, 0, &c), 1);
+	HT_EXPECT(c);
+	HT_EXPECT_EQ(ident_slot(&id, BSP_REAL, 1, &c), 0);
+	HT_EXPECT_EQ(ident_slot(&id, AP_REAL, 0, &c), 1);
+	HT_EXPECT_EQ(id.unclaimed, 0);
+	/* the stale base is nobody's now: it would claim nothing that is taken */
+	HT_EXPECT_EQ(ident_slot(&id, BSP_BOOT, 0, &c), 2);
+}
+
+/* What Linux 6.1 does: a null GS selector load (the base reads 0 under QEMU) in one
+ * block, the GS_BASE write in a later one. */
+HTEST(ident_move_after_null_selector)
+{
+	struct ident id;
+	bool c;
+	ident_init(&id, 2);
+	HT_EXPECT_EQ(ident_slot(&id, BSP_BOOT, 0, &c), 0);
+	ident_nobase(&id, 0);	/* blocks after the null load, QEMU's index 0 */
+	ident_nobase(&id, 0);
+	HT_EXPECT_EQ(ident_rebase(&id, 0, BSP_REAL), 0);
+	HT_EXPECT_EQ(ident_slot(&id, BSP_REAL, 0, &c), 0);
+	HT_EXPECT(!c);
+	HT_EXPECT_EQ(ident_slot(&id, AP_REAL, 0, &c), 1);
+	HT_EXPECT(c);
+}
+
+/* baremm's shape: CPU 1 writes its first base while CPU 0's is the last one seen; its
+ * start-up blocks are its own translations (QEMU's index 1), so nothing moves. */
+HTEST(ident_first_base_of_another_cpu_moves_nothing)
+{
+	struct ident id;
+	bool c;
+	ident_init(&id, 2);
+	HT_EXPECT_EQ(ident_rebase(&id, 0, BSP_REAL), 2);	/* CPU 0's first write: no base yet */
+	HT_EXPECT_EQ(ident_slot(&id, BSP_REAL, 0, &c), 0);
+	ident_nobase(&id, 1);	/* CPU 1's trampoline */
+	ident_nobase(&id, 0);	/* then code CPU 0 translated */
+	HT_EXPECT_EQ(ident_rebase(&id, 0, AP_REAL), 2);
+	HT_EXPECT_EQ(ident_slot(&id, AP_REAL, 0, &c), 1);
+	HT_EXPECT(c);
+	HT_EXPECT_EQ(ident_slot(&id, BSP_REAL, 1, &c), 0);
+	/* an unknown CPU's block (a base with no slot) breaks the chain as well */
+	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000009000ull, 0, &c), 2);
+	HT_EXPECT_EQ(ident_rebase(&id, 0, 0xffff80000000a000ull), 2);
+}
+
+HTEST(ident_rebase_changes_nothing_else)
+{
+	struct ident id;
+	bool c;
+	ident_init(&id, 2);
+	HT_EXPECT_EQ(ident_rebase(&id, BSP_BOOT, BSP_REAL), 2);	/* old base unknown */
+	HT_EXPECT_EQ(ident_slot(&id, BSP_BOOT, 0, &c), 0);
+	HT_EXPECT_EQ(ident_slot(&id, AP_REAL, 1, &c), 1);
+	HT_EXPECT_EQ(ident_rebase(&id, BSP_BOOT, BSP_BOOT), 2);	/* the same value again */
+	HT_EXPECT_EQ(ident_rebase(&id, BSP_BOOT, AP_REAL), 2);	/* another slot's base */
+	HT_EXPECT_EQ(ident_slot(&id, BSP_BOOT, 1, &c), 0);
+	HT_EXPECT_EQ(ident_slot(&id, AP_REAL, 0, &c), 1);
+	/* the last lookup (of AP_REAL) stays; the moved slot answers to its new base */
+	HT_EXPECT_EQ(ident_rebase(&id, BSP_BOOT, BSP_REAL), 0);
+	HT_EXPECT_EQ(id.last_base, AP_REAL);
+	HT_EXPECT_EQ(ident_slot(&id, BSP_REAL, 1, &c), 0);
+	HT_EXPECT(!c);
+}
+
+/* Linux without x2APIC sends its IPIs in xAPIC flat logical mode: CPU n's LDR is
+ * 1 << (24 + n). The plugin once read the 8-bit mask as an APIC ID: an IPI to CPU 1
+ * (mask 0x02) went to a CPU 2 that did not exist, one to CPU 0 (0x01) to CPU 1. */
+HTEST(apic_logical_destinations)
+{
+	const u32 flat = 0xffffffffu;
+	HT_EXPECT(apic_logical_hit(false, 1, 0x02000000, flat, 0x02));
+	HT_EXPECT(!apic_logical_hit(false, 0, 0x01000000, flat, 0x02));
+	HT_EXPECT(apic_logical_hit(false, 0, 0x01000000, flat, 0x03));
+	HT_EXPECT(!apic_logical_hit(false, 2, 0x00000000, flat, 0xff));	/* LDR never set */
+	/* cluster model: cluster 1, member bit 1 */
+	const u32 cluster = 0x0fffffffu;
+	HT_EXPECT(apic_logical_hit(false, 5, 0x12000000, cluster, 0x12));
+	HT_EXPECT(apic_logical_hit(false, 5, 0x12000000, cluster, 0xf2));
+	HT_EXPECT(!apic_logical_hit(false, 5, 0x12000000, cluster, 0x22));
+	HT_EXPECT(!apic_logical_hit(false, 5, 0x12000000, cluster, 0x11));
+	/* x2APIC: APIC ID 17 is cluster 1, bit 1; the LDR/DFR arguments do not matter */
+	HT_EXPECT(apic_logical_hit(true, 17, 0, 0, 0x00010002));
+	HT_EXPECT(!apic_logical_hit(true, 17, 0, 0, 0x00000002));
+	HT_EXPECT(!apic_logical_hit(true, 17, 0, 0, 0x00010001));
+	HT_EXPECT(apic_logical_hit(true, 0, 0, 0, 0x00000001));
 }
 
 int main(void)
