@@ -114,6 +114,26 @@ class RecordedLogTest(unittest.TestCase):
     def test_missing_figures(self):
         f = mc.check([], self.p)
         self.assertEqual(len(f), 2)
+        self.assertEqual(len(mc.check([], self.p, "calls")), 1)
+
+    def test_recorded_calls_pass(self):
+        # bench=ipi.* at -smp 2 under skylake-sp (causal reads): 4500.76 / 4500.74
+        self.assertEqual(mc.check(self.load("ipi_calls_skylake.log"), self.p, "calls"), [])
+
+    def test_calls_apart_fail(self):
+        # the figures causal=off gave (3814.10 / 3999.22): the caller read the remote's
+        # store early, and the two callers' own paths showed
+        r = self.load("ipi_calls_skylake.log", ("median=4500.76", "median=3814.10"))
+        r = [x for x in r]
+        for x in r:
+            if x["bench"] == "ipi.call_all" and x["unit"] == "model_cycles":
+                x["median"] = 3999.22
+        f = mc.check(r, self.p, "calls")
+        self.assertEqual(len(f), 1)
+        self.assertTrue(f[0].startswith("ipi.calls:"), f)
+        # within 1 %: passes
+        r = self.load("ipi_calls_skylake.log", ("median=4500.76", "median=4460.00"))
+        self.assertEqual(mc.check(r, self.p, "calls"), [])
 
 
 if __name__ == "__main__":

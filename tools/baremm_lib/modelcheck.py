@@ -13,7 +13,8 @@ model once per profile and checks what the profile file says they must show:
 - a CR3 reload keeps a global entry (no walk) and drops a non-global one (one walk);
 - across two CPUs (modelcheck_smp): a cache-line ping-pong costs two core-to-core
   transfers per round trip, an empty IPI round trip about twice the profile's IPI
-  latency plus interrupt entry and exit.
+  latency plus interrupt entry and exit (x2APIC and xAPIC), and a synchronous call to the
+  other CPU costs the same as the call to all (reads are causal in modelled time).
 
 The expectations come from the profile file alone, so a profile or model change that
 moves a plateau fails here. The check functions read parsed results only, so they are
