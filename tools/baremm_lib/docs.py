@@ -14,7 +14,8 @@ are rewritten from data files:
   experiment runs (`make seeds`), with the verdict recomputed from the saved figures.
 - docs/TLB.md `shootdown-model`: docs/data/shootdown-model-skylake-sp.json, the saved
   shootdown sweep under the cost model (`tools/baremm shootdown-sweep --save docs/data`);
-  `shootdown-model-causal-off`: the same with `BAREMM_MODEL_ARGS=causal=off` (-causal_off.json).
+  `shootdown-model-causal-off`: the same with `BAREMM_MODEL_ARGS=causal=off` (-causal_off.json);
+  `shootdown-model-zen3`: the sweep under profile zen3 (shootdown-model-zen3.json).
 
 Each block names the build its figures came from; a build of a dirty tree is a problem.
 `--check` regenerates in memory and fails (exit 1) when a file differs or a stamp is
@@ -227,7 +228,8 @@ FILES = {
     os.path.join("docs", "EXPERIMENTS.md"): tuple(("seed-%s" % i, gen_seed(i))
                                                   for i in ex.ORDER),
     os.path.join("docs", "TLB.md"): (("shootdown-model", sweep.gen_doc_block),
-                                     ("shootdown-model-causal-off", sweep.gen_doc_block_causal_off)),
+                                     ("shootdown-model-causal-off", sweep.gen_doc_block_causal_off),
+                                     ("shootdown-model-zen3", sweep.gen_doc_block_zen3)),
 }
 
 

@@ -150,8 +150,8 @@ def render(data, problems):
 
 def gen_doc_block(root, problems, profile="skylake-sp", model_args=None):
     path = os.path.join(root, "docs", "data", data_name(profile, model_args))
-    how = "%stools/baremm shootdown-sweep --save docs/data" % (
-        "BAREMM_MODEL_ARGS=%s " % model_args if model_args else "")
+    how = "%stools/baremm shootdown-sweep --model %s --save docs/data" % (
+        "BAREMM_MODEL_ARGS=%s " % model_args if model_args else "", profile)
     if not os.path.exists(path):
         problems.append("%s: missing (run `%s`)" % (os.path.relpath(path, root), how))
         return "(no saved sweep: `%s` writes it)" % how
@@ -161,6 +161,10 @@ def gen_doc_block(root, problems, profile="skylake-sp", model_args=None):
 
 def gen_doc_block_causal_off(root, problems):
     return gen_doc_block(root, problems, model_args="causal=off")
+
+
+def gen_doc_block_zen3(root, problems):
+    return gen_doc_block(root, problems, profile="zen3")
 
 
 def plot_records(data):
