@@ -116,7 +116,7 @@ KTEST_SMP(smp, concurrent_initiators_exactly_once, 2)
 	memset((void *)sent, 0, sizeof(sent));
 	u64 ran0 = event_sum(EV_SMP_CALL_RUN);
 	smp_barrier_init(&call_barrier, nr_cpu_ids);
-	storm_deadline = rdtsc() + tsc_khz * 1000 * CALL_SECONDS;
+	storm_deadline = deadline_after_ms(1000 * CALL_SECONDS);
 	smp_run_parallel(&cpu_online_mask, storm, NULL);
 	u64 total = 0;
 	u32 rmin = CALLS_PER_PAIR, rmax = 0;
@@ -197,7 +197,7 @@ KTEST_SMP(spinlock, mutual_exclusion, 2)
 	overlap = 0;
 	for (unsigned c = 0; c < nr_cpu_ids; c++)
 		lock_rounds[c] = 0;
-	lock_deadline = rdtsc() + tsc_khz * 1000 * LOCK_SECONDS;
+	lock_deadline = deadline_after_ms(1000 * LOCK_SECONDS);
 	smp_barrier_init(&lock_barrier, nr_cpu_ids);
 	smp_run_parallel(&cpu_online_mask, lock_hammer, NULL);
 	u64 total = 0;
@@ -259,7 +259,7 @@ KTEST_SMP(smp, barrier_holds_everyone, 2)
 {
 	barrier_err = 0;
 	barrier_stop = 0;
-	barrier_deadline = rdtsc() + tsc_khz * 1000 * BARRIER_SECONDS;
+	barrier_deadline = deadline_after_ms(1000 * BARRIER_SECONDS);
 	smp_barrier_init(&phase_barrier, nr_cpu_ids);
 	smp_run_parallel(&cpu_online_mask, barrier_rounds, NULL);
 	printk("# barrier_holds_everyone: %u rounds of %u (%u s bound)\n", barrier_rounds_done,

@@ -189,7 +189,7 @@ static struct stress_ctx stress;
 static void bound_by_time(struct stress_ctx *c)
 {
 	c->min_ops = STRESS_MIN_OPS;
-	c->deadline = rdtsc() + tsc_khz * 1000 * STRESS_SECONDS;
+	c->deadline = deadline_after_ms(1000 * STRESS_SECONDS);
 }
 
 static void run_stress(struct ktest_ctx *kt, const char *what, u64 ops, bool wide)

@@ -265,7 +265,7 @@ KTEST_SMP(tlb, concurrent_initiators, 2)
 		c->mm = mm_alloc();
 		KT_ASSERT(c->mm);
 		c->iters = tlb_stress_iters;
-		c->deadline = rdtsc() + tsc_khz * 1000 * CONC_SECONDS;
+		c->deadline = deadline_after_ms(1000 * CONC_SECONDS);
 		c->ncpus = smp_num_online();
 		smp_barrier_init(&c->bar, c->ncpus);
 		u64 req0 = ev(EV_TLB_FLUSH_REQ), rf0 = ev(EV_TLB_REMOTE_FLUSH);

@@ -19,8 +19,6 @@
 
 static inline u64 ev(enum event e) { return event_sum(e); }
 
-static inline u64 deadline_after_ms(u64 ms) { return rdtsc() + ms * tsc_khz; }
-
 /* Every flush-policy variant, saved and restored around each test. */
 struct tlb_variants {
 	int proto;
