@@ -6,7 +6,7 @@ import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
 from . import experiment, modelcheck, perfcheck, sweep, symbolize, testrun
-from . import docs
+from . import docs, panel
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
 
@@ -420,6 +420,7 @@ def build_parser():
     docs.add_parser(sub)
     modelcheck.add_parser(sub)
     sweep.add_parser(sub)
+    panel.add_parser(sub)
     return ap
 
 

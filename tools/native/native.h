@@ -12,7 +12,9 @@
 #ifndef BAREMM_TOOLS_NATIVE_H
 #define BAREMM_TOOLS_NATIVE_H
 
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity; define it before any libc header */
+#endif
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,0 +1,481 @@
+"""`tools/baremm native-panel`: the same small workloads natively on this host and under
+the cost model, side by side (docs/COSTMODEL.md, "The native panel").
+
+One static program (tools/native/panel_*.c, baremm's mm/ code built for user space) is
+run twice:
+
+  native  on this host, pinned to CPU 0 (two-CPU rows: CPU 0 and 1), R interleaved
+          rounds; per row the minimum and median TSC ticks per op, converted to core
+          cycles with the core clock measured in the same process (a dependent imul
+          chain, tools/native/native.h);
+  model   as /init of Debian's Linux kernel booted by QEMU under -icount with the cost
+          model plugin (the guest that tools/linux-ref boots); the plugin prices the
+          timed regions the program marks and prints model cycles per op. The guest's
+          own TSC under `-icount shift=0` counts instructions, which gives instructions
+          per op for both sides (the same binary runs the same instructions; spin loops
+          excepted).
+
+Why this way: the same binary on both sides means the same instructions, data layout
+and shapes; Linux under the model is already how baremm prices Linux (tools/linux-ref).
+The guest keeps transparent huge pages on madvise so the large working sets sit on 2 MiB
+pages on both sides (the host is itself a VM: its TLB misses pay a nested walk the guest
+model never sees; the DRAM rows say so).
+
+Output: a table (stdout), DIR/native-panel-<profile>.json (--save DIR), a PNG of the
+ratios (--plot PNG, gnuplot). `--from JSON` re-prints a saved panel.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import runner, status as st
+
+ROOT = runner.ROOT
+NATIVE_DIR = os.path.join(ROOT, "tools", "native")
+SCHEMA = "baremm-native-panel/1"
+
+# The bands of "Cycles that match silicon (2/2)": model/native within 0.85-1.15 on 80 %
+# of the rows and within 0.67-1.5 on all.
+BAND_TIGHT = (0.85, 1.15)
+BAND_WIDE = (0.67, 1.5)
+
+# A/B pairs: (name, A row, B row); the effect is B/A - 1.
+PAIRS = (
+    ("pcp_mt lookup vs cached (seed 003)", "alloc_cached", "alloc_lookup"),
+    ("free_pages_bulk vs free_page loop (seed 000)", "free_loop", "free_bulk"),
+    ("random vs predictable branch", "branch_pred", "branch_rand"),
+)
+# Ratios of two rows that a core model must get right (numerator / denominator, per op).
+MLP = ("chase_1g", "chase8_1g")
+
+# A row's native minimum is trusted when enough rounds repeat it.
+REPEAT_WITHIN = 0.03
+REPEAT_MIN = 3
+
+MM_SRCS = ["mm/page_alloc.c", "mm/pcp.c", "mm/page_debug.c", "mm/memblock.c",
+           "kernel/events.c", "tests/host/host_shim.c"]
+VM_SRCS = ["mm/pgtable.c", "mm/rmap.c", "mm/mmu_gather.c", "tests/host/vm_fake_alloc.c",
+           "mm/mm.c", "mm/fault.c", "mm/filemap.c", "mm/refpage.c", "kernel/rcu.c",
+           "kernel/events.c", "tests/host/host_shim.c"]
+PANEL_SRCS = ["panel_main.c", "panel_micro.c", "panel_mm.c", "panel_smp.c"]
+VM_PANEL_SRCS = ["panel_vm.c"]
+# mm/ objects get the kernel's code generation (no vector registers, frame pointers);
+# kernel/string.c gives them the kernel's rep-string memset/memcpy, not libc's (whose
+# choice depends on the CPU and would differ between host and guest).
+MM_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-DBAREMM_HOST", "-I.",
+             "-Itests/host", "-fno-omit-frame-pointer", "-fno-strict-aliasing", "-mno-sse",
+             "-mno-sse2", "-mno-mmx", "-mno-avx", "-fno-tree-vectorize"]
+PANEL_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE",
+                "-DBAREMM_HOST", "-I.", "-Itests/host", "-fno-tree-vectorize"]
+STRING_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-fno-tree-vectorize"]
+
+GUEST_APPEND = "console=ttyS0 quiet transparent_hugepage=madvise nokaslr no5lvl"
+GUEST_MEM = "4G"
+
+
+class PanelError(Exception):
+    pass
+
+
+# ---- build ----
+
+def _cc(args, cwd=ROOT):
+    r = subprocess.run(["gcc"] + args, cwd=cwd, capture_output=True, text=True)
+    if r.returncode:
+        raise PanelError("gcc failed: %s\n%s" % (" ".join(args), r.stderr))
+
+
+def build(out):
+    """Build build/native/panel and panel_vm (static); returns their paths."""
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/libc.a"):
+        raise PanelError("static libc missing: apt-get install libc6-dev")
+    obj = os.path.join(out, "obj")
+    os.makedirs(obj, exist_ok=True)
+
+    def o(src, flags, tag=""):
+        path = os.path.join(obj, src.replace("/", "_") + tag + ".o")
+        _cc(flags + ["-c", src, "-o", path])
+        return path
+
+    common = {s: o(s, MM_CFLAGS) for s in sorted(set(MM_SRCS + VM_SRCS))}
+    string = o("kernel/string.c", STRING_CFLAGS)
+    panel = os.path.join(out, "panel")
+    objs = [o("tools/native/" + s, PANEL_CFLAGS) for s in PANEL_SRCS]
+    _cc(["-static", "-pthread", "-o", panel] + objs + [common[s] for s in MM_SRCS] + [string])
+    vm = os.path.join(out, "panel_vm")
+    objs = [o("tools/native/panel_main.c", PANEL_CFLAGS + ["-DPANEL_VM"], "_vm")]
+    objs += [o("tools/native/" + s, PANEL_CFLAGS) for s in VM_PANEL_SRCS]
+    _cc(["-static", "-pthread", "-o", vm] + objs + [common[s] for s in VM_SRCS] + [string])
+    return panel, vm
+
+
+# ---- parsing ----
+
+ROW_RE = re.compile(r"^PANEL name=(\S+) group=(\S+) cpus=(\d+) ops=(\d+) unit=tsc values=(\S+)"
+                    r"(?: desc=\"(.*)\")?")
+CLOCK_RE = re.compile(r"^PANEL-CLOCK when=(\S+) core_per_tsc=([\d.]+) tsc_ghz=([\d.]+)")
+
+
+def parse_panel(text):
+    """PANEL lines -> (rows {name: dict}, clocks [dict]); rows keep their order."""
+    rows, clocks = {}, []
+    for line in text.splitlines():
+        line = line.strip().replace("\r", "")
+        m = ROW_RE.match(line)
+        if m:
+            rows[m.group(1)] = {"name": m.group(1), "group": m.group(2), "cpus": int(m.group(3)),
+                                "ops": int(m.group(4)),
+                                "values": [float(v) for v in m.group(5).split(",")],
+                                "desc": m.group(6) or ""}
+            continue
+        m = CLOCK_RE.match(line)
+        if m:
+            clocks.append({"when": m.group(1), "core_per_tsc": float(m.group(2)),
+                           "tsc_ghz": float(m.group(3))})
+    return rows, clocks
+
+
+def parse_model(text):
+    """The plugin's BAREMM-RESULT lines of bench=panel.* -> {name: {median, events}}."""
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("BAREMM-RESULT bench=panel."):
+            continue
+        kv = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+        name = kv["bench"][len("panel."):]
+        out[name] = {"median": float(kv["median"]), "min": float(kv["min"]),
+                     "max": float(kv["max"]), "runs": int(kv["runs"]),
+                     "events": {k[len("ev."):]: float(v) for k, v in kv.items()
+                                if k.startswith("ev.")}}
+    return out
+
+
+def quantile(v, q):
+    s = sorted(v)
+    pos = q * (len(s) - 1)
+    i = int(pos)
+    return s[i] + (pos - i) * (s[i + 1] - s[i]) if i + 1 < len(s) else s[i]
+
+
+def median_ci(v, z=1.96):
+    """Distribution-free ~95 % interval of the median: order statistics (binomial)."""
+    s = sorted(v)
+    n = len(s)
+    k = int(math.floor((n - z * math.sqrt(n)) / 2))
+    if k < 0 or n < 6:
+        return s[0], s[-1]
+    return s[k], s[n - 1 - k]
+
+
+# ---- native side ----
+
+def run_native(binary, rounds, only=None):
+    args = [binary, "--rounds", str(rounds)]
+    if only:
+        args += ["--only", only]
+    r = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    if r.returncode:
+        raise PanelError("%s exited %d:\n%s%s" % (binary, r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+    return r.stdout
+
+
+def native_figures(rows, clocks):
+    """Per row: core cycles per op (min, median), spread, whether the minimum repeats."""
+    cpt = max(c["core_per_tsc"] for c in clocks)   # a neighbour only lowers it
+    out = {}
+    for name, r in rows.items():
+        v = r["values"]
+        mn = min(v)
+        near = sum(1 for x in v if x <= mn * (1 + REPEAT_WITHIN))
+        out[name] = dict(r, core_per_tsc=cpt, min=mn * cpt, median=statistics.median(v) * cpt,
+                         p75=quantile(v, 0.75) * cpt, repeats=near,
+                         trusted=near >= REPEAT_MIN,
+                         spread=(quantile(v, 0.75) - mn) / mn if mn else 0.0)
+    return out
+
+
+def pair_effect(a, b):
+    """Native effect of B against A from interleaved rounds: per-round ratios (round i of
+    A and of B ran next to each other), their median and its interval, and the ratio of
+    the minima."""
+    n = min(len(a["values"]), len(b["values"]))
+    ratios = [b["values"][i] / a["values"][i] for i in range(n) if a["values"][i] > 0]
+    lo, hi = median_ci(ratios)
+    return {"effect": statistics.median(ratios) - 1, "lo": lo - 1, "hi": hi - 1,
+            "effect_min": min(b["values"]) / min(a["values"]) - 1, "rounds": n}
+
+
+# ---- model side ----
+
+def kernel_image():
+    env = os.environ.get("LREF_KERNEL")
+    if env:
+        return env
+    ks = sorted(glob.glob("/boot/vmlinuz-*"))
+    if not ks:
+        raise PanelError("no Linux kernel in /boot: apt-get install linux-image-amd64 "
+                         "(tools/linux-ref/run.sh installs it)")
+    return ks[-1]
+
+
+def make_initrd(out, panel, vm):
+    if not shutil.which("cpio"):
+        raise PanelError("cpio missing: apt-get install cpio")
+    d = tempfile.mkdtemp(prefix="panel-initrd-")
+    try:
+        shutil.copy(panel, os.path.join(d, "init"))
+        shutil.copy(vm, os.path.join(d, "panel_vm"))
+        path = os.path.join(out, "initrd.gz")
+        with open(path, "wb") as f:
+            cp = subprocess.Popen(["cpio", "-o", "-H", "newc", "--quiet"], cwd=d,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            gz = subprocess.Popen(["gzip", "-1"], stdin=cp.stdout, stdout=f)
+            cp.stdin.write(b"init\npanel_vm\n")
+            cp.stdin.close()
+            cp.wait()
+            gz.wait()
+        return path
+    finally:
+        shutil.rmtree(d)
+
+
+def run_model(out, panel, vm, profile, rounds, only=None, timeout=3600):
+    """Boot Linux under the cost model with the panel as /init; returns (serial, model)."""
+    initrd = make_initrd(out, panel, vm)
+    log = os.path.join(out, "guest-%s.log" % runner.safe_name(os.path.basename(profile)))
+    mlog = log + ".model"
+    if os.path.exists(mlog):
+        os.remove(mlog)
+    plug = runner.model_plugin_args(profile)
+    plug[1] += ",out=" + runner.qemu_arg_path(mlog)
+    append = GUEST_APPEND + " panel_rounds=%d" % rounds + (" panel_only=" + only if only else "")
+    argv = [runner.QEMU, "-machine", "q35", "-cpu", "max", "-m", GUEST_MEM, "-smp", "2",
+            "-kernel", kernel_image(), "-initrd", initrd, "-append", append, "-nographic",
+            "-no-reboot", "-icount", runner.ICOUNT] + plug
+    q = runner.run_qemu(argv, log, timeout)
+    with open(log, errors="replace") as f:
+        serial = f.read()
+    if "PANEL-END" not in serial:
+        raise PanelError("the guest did not finish the panel (see %s)%s" %
+                         (log, " (timed out)" if q.get("timed_out") else ""))
+    with open(mlog, errors="replace") as f:
+        model = f.read()
+    return serial, model, {"argv": argv, "duration_s": q.get("duration_s")}
+
+
+# ---- joining and printing ----
+
+def join(native, guest_rows, model, profile_name):
+    rows = []
+    for name, n in native.items():
+        m = model.get(name)
+        g = guest_rows.get(name)
+        insns = statistics.median(g["values"]) if g else None
+        r = {"name": name, "group": n["group"], "cpus": n["cpus"], "desc": n["desc"],
+             "ops": n["ops"], "native_min": n["min"], "native_median": n["median"],
+             "native_spread": n["spread"], "native_repeats": n["repeats"],
+             "native_trusted": n["trusted"], "insns_per_op": insns,
+             "model": m["median"] if m else None,
+             "model_events": m["events"] if m else {}}
+        r["ratio"] = r["model"] / r["native_min"] if m and n["min"] else None
+        r["native_ipc"] = insns / n["min"] if insns and n["min"] else None
+        r["model_ipc"] = insns / r["model"] if insns and r["model"] else None
+        rows.append(r)
+    return rows
+
+
+def pairs(native, rows):
+    by = {r["name"]: r for r in rows}
+    out = []
+    for title, a, b in PAIRS:
+        if a not in native or b not in native:
+            continue
+        e = pair_effect(native[a], native[b])
+        ma, mb = by[a].get("model"), by[b].get("model")
+        e.update(title=title, a=a, b=b,
+                 model_effect=(mb / ma - 1) if ma and mb else None,
+                 excludes_zero=e["lo"] > 0 or e["hi"] < 0)
+        if ma and mb:
+            e["sign_ok"] = (not e["excludes_zero"]) or (e["model_effect"] > 0) == (e["effect"] > 0)
+            e["diff_pp"] = 100 * (e["model_effect"] - e["effect"])
+        out.append(e)
+    return out
+
+
+def summary(rows):
+    rs = [r["ratio"] for r in rows if r["ratio"] and r["native_trusted"]]
+    tight = sum(1 for x in rs if BAND_TIGHT[0] <= x <= BAND_TIGHT[1])
+    wide = sum(1 for x in rs if BAND_WIDE[0] <= x <= BAND_WIDE[1])
+    s = {"rows": len(rs), "in_tight": tight, "in_wide": wide}
+    if rs:
+        s["geomean_ratio"] = math.exp(sum(math.log(x) for x in rs) / len(rs))
+        s["mean_abs_log_error"] = sum(abs(math.log(x)) for x in rs) / len(rs)
+    by = {r["name"]: r for r in rows}
+    if all(k in by and by[k].get("native_min") for k in MLP):
+        s["mlp_native"] = by[MLP[0]]["native_min"] / by[MLP[1]]["native_min"]
+        if by[MLP[0]].get("model") and by[MLP[1]].get("model"):
+            s["mlp_model"] = by[MLP[0]]["model"] / by[MLP[1]]["model"]
+    return s
+
+
+def _f(x, fmt="%.1f"):
+    return "-" if x is None else fmt % x
+
+
+def table(data, out=sys.stdout):
+    p = out.write
+    p("native panel: host %s, core %.3f GHz (TSC %.3f GHz x %.4f), model profile %s\n" % (
+        data["host"].get("cpu", "?"), data["host"]["core_ghz"], data["host"]["tsc_ghz"],
+        data["host"]["core_per_tsc"], data["profile"]))
+    p("%-15s %-5s %4s %10s %12s %12s %7s %12s %8s %6s %6s\n" % (
+        "row", "group", "cpus", "insns/op", "native min", "native med", "spread", "model", "model/nat",
+        "IPCnat", "IPCmod"))
+    for r in data["rows"]:
+        flag = "" if r["native_trusted"] else "  SKIP: native minimum not repeated (%d of %d rounds within %d %%)" % (
+            r["native_repeats"], data["rounds"], REPEAT_WITHIN * 100)
+        p("%-15s %-5s %4d %10s %12s %12s %6.1f%% %12s %8s %6s %6s%s\n" % (
+            r["name"], r["group"], r["cpus"], _f(r["insns_per_op"]), _f(r["native_min"]),
+            _f(r["native_median"]), 100 * r["native_spread"], _f(r["model"]),
+            _f(r["ratio"], "%.2f"), _f(r["native_ipc"], "%.2f"), _f(r["model_ipc"], "%.2f"), flag))
+    p("cycles per op (native: core cycles, minimum of %d interleaved rounds; model: model cycles, "
+      "median of the guest's runs)\n" % data["rounds"])
+    s = data["summary"]
+    if s.get("rows"):
+        p("model/native: geometric mean %.2f, mean |log error| %.2f; within %.2f-%.2f: %d of %d rows, "
+          "within %.2f-%.2f: %d of %d\n" % (s["geomean_ratio"], s["mean_abs_log_error"], BAND_TIGHT[0],
+                                           BAND_TIGHT[1], s["in_tight"], s["rows"], BAND_WIDE[0],
+                                           BAND_WIDE[1], s["in_wide"], s["rows"]))
+    if "mlp_native" in s:
+        p("memory-level parallelism (%s / %s per load): native %.2fx, model %s\n" % (
+            MLP[0], MLP[1], s["mlp_native"], _f(s.get("mlp_model"), "%.2fx")))
+    for e in data["pairs"]:
+        p("A/B %s: native %+.1f %% [%+.1f, %+.1f] (minima %+.1f %%), model %s%s\n" % (
+            e["title"], 100 * e["effect"], 100 * e["lo"], 100 * e["hi"], 100 * e["effect_min"],
+            _f(None if e["model_effect"] is None else 100 * e["model_effect"], "%+.1f %%"),
+            "" if e["model_effect"] is None else "  (%s, %+.1f pp)" % (
+                "sign ok" if e["sign_ok"] else "WRONG SIGN", e["diff_pp"])))
+
+
+def plot(data, png):
+    gp = shutil.which("gnuplot")
+    if not gp:
+        raise PanelError("gnuplot is not installed: apt-get install -y gnuplot-nox")
+    rows = [r for r in data["rows"] if r["ratio"]]
+    d = tempfile.mkdtemp(prefix="panel-plot-")
+    try:
+        dat = os.path.join(d, "r.dat")
+        with open(dat, "w") as f:
+            for i, r in enumerate(rows):
+                f.write("%d %s %.4f\n" % (i, r["name"], r["ratio"]))
+        script = os.path.join(d, "p.gp")
+        with open(script, "w") as f:
+            f.write("set terminal pngcairo size 1100,520 noenhanced\nset output '%s'\n" % png)
+            f.write("set title 'native panel: model cycles / native core cycles (profile %s, host %s)'\n"
+                    % (data["profile"], data["host"].get("cpu", "?")))
+            f.write("set logscale y\nset ylabel 'model / native'\nset grid ytics\n")
+            f.write("set xtics rotate by -45 scale 0\nset boxwidth 0.7\nset style fill solid 0.6\n")
+            f.write("set xrange [-0.7:%f]\n" % (len(rows) - 0.3))
+            f.write("set yrange [0.25:%f]\n" % max(2.0, 1.3 * max(r["ratio"] for r in rows)))
+            for y in (BAND_WIDE + BAND_TIGHT):
+                f.write("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2\n" % (y, y))
+            f.write("plot '%s' using 1:3:xtic(2) with boxes notitle, 1 with lines lw 2 notitle\n" % dat)
+        r = subprocess.run([gp, script], capture_output=True, text=True)
+        if r.returncode:
+            raise PanelError("gnuplot failed:\n" + r.stderr)
+    finally:
+        shutil.rmtree(d)
+
+
+def host_info():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return cpu
+
+
+def main(a):
+    try:
+        if a.from_json:
+            with open(a.from_json) as f:
+                data = json.load(f)
+            table(data)
+            if a.plot:
+                plot(data, a.plot)
+            return 0
+        profile = runner.resolve_profile(a.model)
+        pname = os.path.basename(profile)[:-4] if profile.endswith(".cfg") else a.model
+        out = a.out or runner.new_dir(os.path.join(ROOT, "results"), "native-panel")
+        os.makedirs(out, exist_ok=True)
+        bdir = os.path.join(ROOT, "build", "native")
+        t0 = time.monotonic()
+        panel, vm = build(bdir)
+        print("native-panel: native rounds (%d, interleaved) ..." % a.rounds, file=sys.stderr)
+        text = run_native(panel, a.rounds, a.only) + run_native(vm, a.rounds, a.only)
+        with open(os.path.join(out, "native.log"), "w") as f:
+            f.write(text)
+        nrows, clocks = parse_panel(text)
+        if not nrows:
+            raise PanelError("no row selected (--only %s)" % a.only)
+        native = native_figures(nrows, clocks)
+        guest_rows, model, boot = {}, {}, None
+        if not a.native_only:
+            print("native-panel: Linux guest under the cost model (%s) ..." % pname, file=sys.stderr)
+            serial, mtext, boot = run_model(out, panel, vm, profile, a.model_rounds, a.only)
+            guest_rows, _ = parse_panel(serial)
+            model = parse_model(mtext)
+            missing = [n for n in native if n not in model]
+            if missing:
+                raise PanelError("the model printed no figure for %s (see %s)" % (", ".join(missing), out))
+        rows = join(native, guest_rows, model, pname)
+        cpt = max(c["core_per_tsc"] for c in clocks)
+        tsc = clocks[0]["tsc_ghz"]
+        data = {"schema": SCHEMA, "profile": pname, "rounds": a.rounds, "model_rounds": a.model_rounds,
+                "host": {"cpu": host_info(), "core_per_tsc": cpt, "tsc_ghz": tsc, "core_ghz": cpt * tsc,
+                         "clocks": clocks},
+                "kernel": os.path.basename(kernel_image()) if not a.native_only else None,
+                "git": runner.git_info(), "rows": rows, "pairs": pairs(native, rows),
+                "summary": summary(rows), "boot": boot,
+                "duration_s": round(time.monotonic() - t0, 1)}
+        table(data)
+        runner.write_json(os.path.join(out, "panel.json"), data)
+        if a.save:
+            os.makedirs(a.save, exist_ok=True)
+            runner.write_json(os.path.join(a.save, "native-panel-%s.json" % pname), data)
+        if a.plot:
+            plot(data, a.plot)
+        print("native-panel: %s (%.0f s)" % (out, data["duration_s"]), file=sys.stderr)
+        return 0
+    except (PanelError, runner.ToolError) as e:
+        print("native-panel: %s" % e, file=sys.stderr)
+        return st.EXIT_TOOL_ERROR
+
+
+def add_parser(sub):
+    p = sub.add_parser("native-panel", help="the same workloads natively and under the cost "
+                       "model, side by side (docs/COSTMODEL.md)")
+    p.add_argument("--model", default="skylake-sp", help="cost-model profile name or path "
+                   "(default skylake-sp; `host` after tools/baremm calibrate)")
+    p.add_argument("--rounds", type=int, default=31, help="native rounds (interleaved)")
+    p.add_argument("--model-rounds", type=int, default=5, help="measured runs per row in the guest")
+    p.add_argument("--only", help="comma-separated rows")
+    p.add_argument("--native-only", action="store_true", help="no guest boot")
+    p.add_argument("--out", help="output directory (default results/native-panel-<time>)")
+    p.add_argument("--save", help="also write DIR/native-panel-<profile>.json")
+    p.add_argument("--plot", help="PNG of the ratios (needs gnuplot)")
+    p.add_argument("--from", dest="from_json", help="print (and plot) a saved panel JSON")
+    p.set_defaults(func=main)
