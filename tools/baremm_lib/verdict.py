@@ -28,7 +28,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-from . import stats
+from . import modelerror, stats
 
 CONFIDENCE = 0.95
 MIN_EFFECT_PCT = 1.0
@@ -164,6 +164,16 @@ def effect_of(ra, rb, source="time", unit=""):
     df = se2 * se2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
     half = stats.t_ppf(0.5 + CONFIDENCE / 2.0, df) * math.sqrt(se2)
     return Effect(ma, mb, d, d - half, d + half, unit, False)
+
+
+def widen(e, pp):
+    """The interval of @e widened by the model's measured error, @pp percentage points of
+    the base figure on each side (modelerror.py); an unknown error (None) leaves nothing
+    known: the interval becomes unbounded."""
+    if pp is None:
+        return Effect(e.base, e.new, e.delta, -math.inf, math.inf, e.unit, False)
+    w = abs(e.base) * pp / 100.0
+    return Effect(e.base, e.new, e.delta, e.lo - w, e.hi + w, e.unit, False)
 
 
 def classify(lo, hi, m):
@@ -307,6 +317,10 @@ def decide(exp, groups, icount, model=None):
                 continue
             unit = unit_of(ra, icount) if c.ours == "time" else c.ours + " per op"
             e = effect_of(ra, rb, c.ours, unit)
+            err = None
+            if model and c.ours == "time":
+                err = modelerror.error_for(exp.id, model)
+                e = widen(e, err["pp"])
             v, ours = judge(c, e)
             judged.append(v)
             claims_out.append({
@@ -315,7 +329,8 @@ def decide(exp, groups, icount, model=None):
                 "new": e.new, "delta": e.delta, "delta_lo": e.lo, "delta_hi": e.hi,
                 "unit": e.unit, "pct": e.pct, "pct_lo": e.pct_lo, "pct_hi": e.pct_hi,
                 "exact": e.exact, "class": ours, "min_effect_pct": c.min_effect_pct,
-                "verdict": v})
+                "verdict": v, "model_error_pp": err and err["pp"],
+                "model_error_how": err and err["how"]})
     if not claims_out:
         return {"agree": INCONCLUSIVE, "ours": "no figures", "claims": [], "linux": [],
                 "text": "No figures for %s:%s were found, so no claim of the thread could "
@@ -359,6 +374,11 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
         where = " [%s]" % c["case"] if c["case"] else ""
         ci = "exact" if c["exact"] else "%d%% CI %s..%s" % (
             round(100 * CONFIDENCE), pct_s(c["pct_lo"]), pct_s(c["pct_hi"]))
+        if c.get("model_error_how"):
+            ci = ("interval %s..%s with the model's measured error" % (
+                pct_s(c["pct_lo"]), pct_s(c["pct_hi"])) +
+                  (" of ±%.1f pp" % c["model_error_pp"] if c["model_error_pp"] is not None
+                   else ", which is unknown") + " (%s)" % c["model_error_how"])
         label = c["claim"][:1].upper() + c["claim"][1:]
         out.append("%s%s, %s -> %s: the thread %s (%s), ours (means) %s -> %s %s = %s "
                    "(%s; %s): %s." % (label, where, c["values"][0], c["values"][1],
