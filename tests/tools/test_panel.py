@@ -1,0 +1,89 @@
+"""tools/baremm_lib/panel.py: parsing both sides, core-cycle conversion, A/B effects and
+their intervals, the bands' summary."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402,F401
+from baremm_lib import panel as P  # noqa: E402
+
+NATIVE = """PANEL-INFO binary=./panel rows=3 rounds=6 mode=native cpus=2
+PANEL-CLOCK when=before core_per_tsc=1.25000 tsc_ghz=2.30000
+PANEL-CLOCK when=after core_per_tsc=1.30000 tsc_ghz=2.30000
+PANEL name=alloc_cached group=mm cpus=1 ops=1 unit=tsc values=100,101,100,150,100.5,100 desc="a"
+PANEL name=alloc_lookup group=mm cpus=1 ops=1 unit=tsc values=104,105,104,160,104.5,104 desc="b"
+PANEL name=noisy group=micro cpus=1 ops=64 unit=tsc values=10,20,30,40,50,60 desc="c"
+PANEL-END
+"""
+MODEL = ("BAREMM-RESULT bench=panel.alloc_cached variant=default cpus=1 case=- metric=op "
+         "unit=model_cycles runs=5 median=1300.00 mean=1300.00 stddev=0.00 pstddev=0.00 "
+         "min=1300.00 max=1300.00 median_ns=520.00 ops=1 ev.model_l1_hit=2.0000\n"
+         "BAREMM-RESULT bench=panel.alloc_lookup variant=default cpus=1 case=- metric=op "
+         "unit=model_cycles runs=5 median=1313.00 mean=1313.00 stddev=0.00 pstddev=0.00 "
+         "min=1313.00 max=1313.00 median_ns=525.20 ops=1\n"
+         "BAREMM-RESULT bench=other.x median=1\n")
+
+
+class ParseTest(unittest.TestCase):
+    def setUp(self):
+        rows, clocks = P.parse_panel(NATIVE)
+        self.rows, self.clocks = rows, clocks
+        self.native = P.native_figures(rows, clocks)
+
+    def test_rows_and_clock(self):
+        self.assertEqual(list(self.rows), ["alloc_cached", "alloc_lookup", "noisy"])
+        self.assertEqual(self.rows["alloc_lookup"]["values"][3], 160.0)
+        # the faster clock reading wins (a neighbour only slows the imul chain)
+        self.assertAlmostEqual(self.native["alloc_cached"]["min"], 130.0)
+
+    def test_trust(self):
+        self.assertTrue(self.native["alloc_cached"]["trusted"])
+        self.assertFalse(self.native["noisy"]["trusted"])
+
+    def test_model(self):
+        m = P.parse_model(MODEL)
+        self.assertEqual(set(m), {"alloc_cached", "alloc_lookup"})
+        self.assertEqual(m["alloc_cached"]["median"], 1300.0)
+        self.assertEqual(m["alloc_cached"]["events"]["model_l1_hit"], 2.0)
+
+    def test_join_pairs_summary(self):
+        m = P.parse_model(MODEL)
+        rows = P.join(self.native, {}, m, "p")
+        by = {r["name"]: r for r in rows}
+        self.assertAlmostEqual(by["alloc_cached"]["ratio"], 10.0)
+        self.assertIsNone(by["noisy"]["ratio"])
+        pr = P.pairs(self.native, rows)
+        self.assertEqual(len(pr), 1)
+        e = pr[0]
+        self.assertAlmostEqual(e["effect"], 0.04, places=2)
+        self.assertAlmostEqual(e["model_effect"], 0.01)
+        self.assertTrue(e["excludes_zero"])
+        self.assertTrue(e["sign_ok"])
+        self.assertAlmostEqual(e["diff_pp"], -3.0, places=1)
+        s = P.summary(rows)
+        self.assertEqual(s["rows"], 2)
+        self.assertEqual(s["in_tight"], 0)
+
+    def test_wrong_sign(self):
+        m = P.parse_model(MODEL.replace("median=1313.00", "median=1200.00"))
+        rows = P.join(self.native, {}, m, "p")
+        e = P.pairs(self.native, rows)[0]
+        self.assertFalse(e["sign_ok"])
+
+
+class StatsTest(unittest.TestCase):
+    def test_median_ci_contains_median(self):
+        v = list(range(1, 32))
+        lo, hi = P.median_ci(v)
+        self.assertLess(lo, 16)
+        self.assertGreater(hi, 16)
+        self.assertGreaterEqual(lo, 1)
+
+    def test_quantile(self):
+        self.assertEqual(P.quantile([1, 2, 3, 4, 5], 0.5), 3)
+        self.assertEqual(P.quantile([1, 2, 3, 4, 5], 0.75), 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
