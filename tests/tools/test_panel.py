@@ -87,3 +87,43 @@ class StatsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CheckTest(unittest.TestCase):
+    """panel-check's per-row decisions (tools/baremm_lib/panelcheck.py)."""
+
+    def rec(self, model, ratio):
+        from baremm_lib import panelcheck as C
+        return {"cpu_id": "X 6 1 1", "rows": [{"name": n, "model": model, "ratio": ratio}
+                                              for n in C.ROWS]}
+
+    def native(self, mn, trusted=True):
+        from baremm_lib import panelcheck as C
+        return {n: {"min": mn, "trusted": trusted, "repeats": 5, "values": [1] * 15}
+                for n in C.ROWS}
+
+    def statuses(self, out, suffix):
+        return {s for n, s, _ in out if n.endswith(suffix)}
+
+    def test_recorded_ratio_repeats(self):
+        from baremm_lib import panelcheck as C
+        out = C.checks(self.rec(1000.0, 10.0), self.native(105.0), "X 6 1 1")
+        self.assertEqual(self.statuses(out, "ratio_recorded"), {"pass"})
+        self.assertEqual(self.statuses(out, "band"), {"todo"})    # 9.5 is far outside
+
+    def test_ratio_moved_fails(self):
+        from baremm_lib import panelcheck as C
+        out = C.checks(self.rec(1000.0, 10.0), self.native(60.0), "X 6 1 1")
+        self.assertEqual(self.statuses(out, "ratio_recorded"), {"fail"})
+
+    def test_in_band_passes(self):
+        from baremm_lib import panelcheck as C
+        out = C.checks(self.rec(100.0, 1.0), self.native(100.0), "X 6 1 1")
+        self.assertEqual(self.statuses(out, "band"), {"pass"})
+
+    def test_noisy_and_other_cpu_skip(self):
+        from baremm_lib import panelcheck as C
+        out = C.checks(self.rec(100.0, 1.0), self.native(100.0, trusted=False), "X 6 1 1")
+        self.assertEqual({s for _, s, _ in out}, {"skip"})
+        out = C.checks(self.rec(100.0, 1.0), self.native(100.0), "Y 25 1 1")
+        self.assertEqual([s for _, s, _ in out], ["skip"])

@@ -6,7 +6,7 @@ import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
 from . import experiment, modelcheck, perfcheck, sweep, symbolize, testrun
-from . import docs, panel
+from . import docs, panel, panelcheck
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
 
@@ -421,6 +421,7 @@ def build_parser():
     modelcheck.add_parser(sub)
     sweep.add_parser(sub)
     panel.add_parser(sub)
+    panelcheck.add_parser(sub)
     return ap
 
 

@@ -78,12 +78,36 @@ PANEL_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOUR
                 "-DBAREMM_HOST", "-I.", "-Itests/host", "-fno-tree-vectorize"]
 STRING_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-fno-tree-vectorize"]
 
-GUEST_APPEND = "console=ttyS0 quiet transparent_hugepage=madvise nokaslr no5lvl"
+GUEST_APPEND = "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise nokaslr no5lvl"
 GUEST_MEM = "4G"
 
 
 class PanelError(Exception):
     pass
+
+
+# Everything a model figure of the panel depends on, besides the profile and the kernel.
+INPUT_GLOBS = ("tools/native/*.[ch]", "mm/*.[ch]", "kernel/*.h", "kernel/events.c",
+               "kernel/string.c", "kernel/rcu.c", "tests/host/host_shim.c",
+               "tests/host/vm_fake_alloc.[ch]", "arch/x86_64/*.h", "model/*.[ch]",
+               "tools/baremm_lib/panel.py")
+
+
+def inputs_sha(profile_text, kernel, model_args=""):
+    """A digest of the panel's inputs: sources, profile text, kernel image name, extra
+    plugin arguments. A recorded panel is current while this digest is unchanged."""
+    import hashlib
+    h = hashlib.sha256()
+    for g in INPUT_GLOBS:
+        for path in sorted(glob.glob(os.path.join(ROOT, g))):
+            if path.endswith("_test.c"):
+                continue
+            h.update(os.path.relpath(path, ROOT).encode() + b"\0")
+            with open(path, "rb") as f:
+                h.update(f.read())
+    for x in (profile_text, kernel, model_args or ""):
+        h.update(b"\0" + x.encode())
+    return h.hexdigest()[:16]
 
 
 # ---- build ----
@@ -215,6 +239,14 @@ def pair_effect(a, b):
 
 
 # ---- model side ----
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
 
 def kernel_image():
     env = os.environ.get("LREF_KERNEL")
@@ -395,6 +427,24 @@ def plot(data, png):
         shutil.rmtree(d)
 
 
+def cpu_id():
+    """vendor family model stepping of CPU 0, from /proc/cpuinfo."""
+    want = ("vendor_id", "cpu family", "model", "stepping")
+    got = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                k = k.strip()
+                if k in want and k not in got:
+                    got[k] = v.strip()
+                if not line.strip() and got:
+                    break
+    except OSError:
+        pass
+    return " ".join(got.get(k, "?") for k in want)
+
+
 def host_info():
     cpu = "?"
     try:
@@ -442,6 +492,8 @@ def main(a):
             if missing:
                 raise PanelError("the model printed no figure for %s (see %s)" % (", ".join(missing), out))
         rows = join(native, guest_rows, model, pname)
+        with open(profile) as f:
+            ptext = f.read()
         cpt = max(c["core_per_tsc"] for c in clocks)
         tsc = clocks[0]["tsc_ghz"]
         data = {"schema": SCHEMA, "profile": pname, "rounds": a.rounds, "model_rounds": a.model_rounds,
@@ -449,7 +501,11 @@ def main(a):
                          "clocks": clocks},
                 "kernel": os.path.basename(kernel_image()) if not a.native_only else None,
                 "git": runner.git_info(), "rows": rows, "pairs": pairs(native, rows),
-                "summary": summary(rows), "boot": boot,
+                "summary": summary(rows), "boot": boot, "profile_text": ptext,
+                "model_args": os.environ.get("BAREMM_MODEL_ARGS", ""),
+                "inputs_sha": None if a.native_only else inputs_sha(
+                    ptext, os.path.basename(kernel_image()), os.environ.get("BAREMM_MODEL_ARGS", "")),
+                "cpu_id": cpu_id(),
                 "duration_s": round(time.monotonic() - t0, 1)}
         table(data)
         runner.write_json(os.path.join(out, "panel.json"), data)
