@@ -16,6 +16,8 @@ are rewritten from data files:
   shootdown sweep under the cost model (`tools/baremm shootdown-sweep --save docs/data`);
   `shootdown-model-causal-off`: the same with `BAREMM_MODEL_ARGS=causal=off` (-causal_off.json);
   `shootdown-model-zen3`: the sweep under profile zen3 (shootdown-model-zen3.json).
+- docs/COSTMODEL.md `native-panel`: docs/data/native-panel-<profile>.json, the native
+  panel (`tools/baremm native-panel --model PROFILE --save docs/data`).
 
 Each block names the build its figures came from; a build of a dirty tree is a problem.
 `--check` regenerates in memory and fails (exit 1) when a file differs or a stamp is
@@ -26,7 +28,7 @@ import os
 import re
 import sys
 
-from . import compare, experiment as ex, perfcheck, runner, sweep, verdict
+from . import compare, experiment as ex, panel, perfcheck, runner, sweep, verdict
 
 DATA_DIR = os.path.join("docs", "data")
 BEGIN = "<!-- BEGIN generated %s: tools/baremm docs writes this block; do not edit -->"
@@ -230,6 +232,7 @@ FILES = {
     os.path.join("docs", "TLB.md"): (("shootdown-model", sweep.gen_doc_block),
                                      ("shootdown-model-causal-off", sweep.gen_doc_block_causal_off),
                                      ("shootdown-model-zen3", sweep.gen_doc_block_zen3)),
+    os.path.join("docs", "COSTMODEL.md"): (("native-panel", panel.gen_doc_block),),
 }
 
 

@@ -79,7 +79,7 @@ PANEL_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOUR
 STRING_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-fno-tree-vectorize"]
 
 GUEST_APPEND = "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise nokaslr no5lvl"
-GUEST_MEM = "4G"
+GUEST_MEM = "3G"
 
 
 class PanelError(Exception):
@@ -280,6 +280,26 @@ def make_initrd(out, panel, vm):
         shutil.rmtree(d)
 
 
+def reuse_model(d, profile):
+    """The guest side of an earlier panel run in directory @d: deterministic, so it
+    stands while its inputs are unchanged (the digest in its panel.json)."""
+    old = load_json(os.path.join(d, "panel.json"))
+    if old is None or old.get("boot") is None:
+        raise PanelError("%s holds no panel.json with a guest boot" % d)
+    with open(profile) as f:
+        ptext = f.read()
+    sha = inputs_sha(ptext, os.path.basename(kernel_image()), os.environ.get("BAREMM_MODEL_ARGS", ""))
+    if old.get("inputs_sha") != sha:
+        raise PanelError("the guest run in %s had other inputs (%s, now %s): boot again" % (
+            d, old.get("inputs_sha"), sha))
+    log = old["boot"]["log"]
+    with open(log, errors="replace") as f:
+        serial = f.read()
+    with open(log + ".model", errors="replace") as f:
+        model = f.read()
+    return serial, model, old["boot"]
+
+
 def run_model(out, panel, vm, profile, rounds, only=None, timeout=3600):
     """Boot Linux under the cost model with the panel as /init; returns (serial, model)."""
     initrd = make_initrd(out, panel, vm)
@@ -301,7 +321,7 @@ def run_model(out, panel, vm, profile, rounds, only=None, timeout=3600):
                          (log, " (timed out)" if q.get("timed_out") else ""))
     with open(mlog, errors="replace") as f:
         model = f.read()
-    return serial, model, {"argv": argv, "duration_s": q.get("duration_s")}
+    return serial, model, {"argv": argv, "duration_s": q.get("duration_s"), "log": log}
 
 
 # ---- joining and printing ----
@@ -482,10 +502,13 @@ def main(a):
         if not nrows:
             raise PanelError("no row selected (--only %s)" % a.only)
         native = native_figures(nrows, clocks)
-        guest_rows, model, boot = {}, {}, None
-        if not a.native_only:
+        guest_rows, model, boot, serial = {}, {}, None, None
+        if a.reuse_model:
+            serial, mtext, boot = reuse_model(a.reuse_model, profile)
+        elif not a.native_only:
             print("native-panel: Linux guest under the cost model (%s) ..." % pname, file=sys.stderr)
             serial, mtext, boot = run_model(out, panel, vm, profile, a.model_rounds, a.only)
+        if serial is not None:
             guest_rows, _ = parse_panel(serial)
             model = parse_model(mtext)
             missing = [n for n in native if n not in model]
@@ -503,7 +526,7 @@ def main(a):
                 "git": runner.git_info(), "rows": rows, "pairs": pairs(native, rows),
                 "summary": summary(rows), "boot": boot, "profile_text": ptext,
                 "model_args": os.environ.get("BAREMM_MODEL_ARGS", ""),
-                "inputs_sha": None if a.native_only else inputs_sha(
+                "inputs_sha": None if boot is None else inputs_sha(
                     ptext, os.path.basename(kernel_image()), os.environ.get("BAREMM_MODEL_ARGS", "")),
                 "cpu_id": cpu_id(),
                 "duration_s": round(time.monotonic() - t0, 1)}
@@ -530,8 +553,71 @@ def add_parser(sub):
     p.add_argument("--model-rounds", type=int, default=5, help="measured runs per row in the guest")
     p.add_argument("--only", help="comma-separated rows")
     p.add_argument("--native-only", action="store_true", help="no guest boot")
+    p.add_argument("--reuse-model", metavar="DIR", help="take the guest side from an earlier "
+                   "run's directory (same inputs), measure the native side anew")
     p.add_argument("--out", help="output directory (default results/native-panel-<time>)")
     p.add_argument("--save", help="also write DIR/native-panel-<profile>.json")
     p.add_argument("--plot", help="PNG of the ratios (needs gnuplot)")
     p.add_argument("--from", dest="from_json", help="print (and plot) a saved panel JSON")
     p.set_defaults(func=main)
+
+
+# ---- docs/COSTMODEL.md ----
+
+PANEL_PROFILES = ("host", "skylake-sp", "zen3")
+
+
+def gen_doc_block(root, problems):
+    """The generated block `native-panel` of docs/COSTMODEL.md: one table per profile
+    with saved data (docs/data/native-panel-<profile>.json)."""
+    out = []
+    for prof in PANEL_PROFILES:
+        path = os.path.join(root, "docs", "data", "native-panel-%s.json" % prof)
+        d = load_json(path)
+        if d is None:
+            out.append("**%s**: not measured (`tools/baremm native-panel --model %s --save "
+                       "docs/data`)." % (prof, prof))
+            continue
+        g = d.get("git") or {}
+        build = (g.get("rev") or "")[:12]
+        if g.get("dirty"):
+            problems.append("native-panel-%s.json: from a dirty tree (build %s)" % (prof, build))
+        s = d["summary"]
+        out.append("**Profile %s** (build `%s`%s; host %s, core %.2f GHz measured; kernel %s; "
+                   "%d native rounds, %d model runs per row). Command: `tools/baremm native-panel "
+                   "--model %s --save docs/data --plot docs/img/native-panel-%s.png`." % (
+                       prof, build, ", dirty tree" if g.get("dirty") else "",
+                       d["host"].get("cpu", "?"), d["host"]["core_ghz"], d.get("kernel"),
+                       d["rounds"], d["model_rounds"], prof, prof))
+        rows = []
+        for r in d["rows"]:
+            rows.append(["`%s`" % r["name"], r["group"], str(r["cpus"]), _f(r["insns_per_op"]),
+                         _f(r["native_min"]) + ("" if r["native_trusted"] else " (noisy)"),
+                         _f(r["model"]), "**%s**" % _f(r["ratio"], "%.2f"),
+                         _f(r["native_ipc"], "%.2f"), _f(r["model_ipc"], "%.2f")])
+        head = ["row", "group", "CPUs", "instructions/op", "native cycles/op (min)",
+                "model cycles/op", "model/native", "IPC native", "IPC model"]
+        lines = ["| " + " | ".join(head) + " |",
+                 "|" + "|".join(["---"] * 3 + ["---:"] * 6) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        out.append("\n".join(lines))
+        if s.get("rows"):
+            out.append("model/native over %d trusted rows: geometric mean %.2f; within %.2f-%.2f: "
+                       "%d; within %.2f-%.2f: %d.%s" % (
+                           s["rows"], s["geomean_ratio"], BAND_TIGHT[0], BAND_TIGHT[1], s["in_tight"],
+                           BAND_WIDE[0], BAND_WIDE[1], s["in_wide"],
+                           " Memory-level parallelism (%s / %s per load): native %.2fx, model %s." % (
+                               MLP[0], MLP[1], s["mlp_native"], _f(s.get("mlp_model"), "%.2fx"))
+                           if "mlp_native" in s else ""))
+        prs = []
+        for e in d["pairs"]:
+            prs.append("- %s: native %+.1f %% (95 %% interval of the paired median %+.1f..%+.1f; "
+                       "minima %+.1f %%), model %s%s" % (
+                           e["title"], 100 * e["effect"], 100 * e["lo"], 100 * e["hi"],
+                           100 * e["effect_min"],
+                           _f(None if e["model_effect"] is None else 100 * e["model_effect"], "%+.1f %%"),
+                           "" if e["model_effect"] is None else ", %s, %+.1f pp" % (
+                               "same sign" if e["sign_ok"] else "**wrong sign**", e["diff_pp"])))
+        out.append("\n".join(prs))
+    return "\n\n".join(out)
+

@@ -167,7 +167,8 @@ int main(int argc, char **argv)
 		guest_console();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *r = getenv("panel_rounds");
-	for (int i = 1; i < argc; i++) {
+	/* as /init, argv holds the kernel command line's words it did not know: ignore them */
+	for (int i = 1; i < argc && !guest; i++) {
 		if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			r = argv[++i];
 		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
 		}
 	}
 	int model = guest;
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc && !guest; i++)
 		if (!strcmp(argv[i], "--model"))
 			model = 1;
 	if (model)
