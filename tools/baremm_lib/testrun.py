@@ -174,6 +174,31 @@ def model_check(outdir, out=sys.stdout, steps=None):
     return p, f, 0
 
 
+def panel_check(outdir, out=sys.stdout, steps=None):
+    """The short native panel against the recorded one (tools/baremm panel-check,
+    docs/COSTMODEL.md): its KTAP counts, a known failure (TODO) counted as skipped."""
+    log = os.path.join(outdir, "panel-check.log")
+    r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm"),
+                        "panel-check"], cwd=runner.ROOT, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    m = re.search(r"^(\d+) passed, (\d+) failed, (\d+) skipped", r.stdout, re.M)
+    if not m:
+        out.write("FAIL panel-check (no summary line; see %s)\n" % log)
+        _step(steps, "panel-check", False, ["no summary line"] + r.stderr.splitlines()[-5:], log)
+        return 0, 1, 0
+    p, f, sk = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    if r.returncode != 0 and f == 0:
+        f = 1
+    fails = [line.strip() for line in r.stdout.splitlines()
+             if line.startswith("not ok") and "# TODO" not in line]
+    out.write("%s panel-check (native panel: %d pass, %d fail, %d skipped or known failures)\n"
+              % ("PASS" if f == 0 else "FAIL", p, f, sk))
+    out.write("".join("    " + line + "\n" for line in fails[:20]))
+    _step(steps, "panel-check", f == 0, ["%d pass, %d fail, %d skip" % (p, f, sk)] + fails[:20], log)
+    return p, f, sk
+
+
 def failure_details(k):
     """[(suite.test, diagnostics)] of the failed leaf tests in a ktap dict."""
     out = []
@@ -375,6 +400,8 @@ def main(args, out=sys.stdout):
         tally.add(*perf_check(outdir, out, steps=perf_steps))
         out.flush()
         tally.add(*model_check(outdir, out, steps=perf_steps))
+        out.flush()
+        tally.add(*panel_check(outdir, out, steps=perf_steps))
         out.flush()
     for r in results:
         p, f, s = r["counts"]
