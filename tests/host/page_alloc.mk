@@ -1,5 +1,5 @@
 # Host unit tests of the page allocator (mm/page_alloc.c, mm/pcp.c, mm/page_debug.c).
-PAGE_ALLOC_HOST_SRCS := mm/page_alloc.c mm/pcp.c mm/page_debug.c mm/memblock.c
+PAGE_ALLOC_HOST_SRCS := mm/page_alloc.c mm/pcp.c mm/page_debug.c mm/memblock.c tests/host/host_call.c
 
 HOST_TESTS += page_alloc pcp page_random
 page_alloc_SRCS := tests/host/test_page_alloc.c $(PAGE_ALLOC_HOST_SRCS)

@@ -1,8 +1,7 @@
 /*
  * Host test environment for the page allocator: a simulated physical memory map backed
  * by an anonymous mapping (__va(pa) = pa + host_phys_offset), memblock ranges, option
- * resets, a fake multi-CPU world (host_cpu_id), and cross-CPU call stubs that run the
- * function "as" the target CPU.
+ * resets and a fake multi-CPU world (host_cpu_id); cross-CPU calls are tests/host/host_call.c.
  */
 #ifndef TEST_PAGE_ENV_H
 #define TEST_PAGE_ENV_H
@@ -15,23 +14,6 @@
 
 static void *env_mem;
 static size_t env_mem_size;
-
-/* Run @fn as @cpu (the host has no IPIs; the call is synchronous). */
-int smp_call_function_single(unsigned cpu, smp_call_func_t fn, void *info, bool wait)
-{
-	(void)wait;
-	unsigned me = host_cpu_id;
-	host_cpu_id = cpu;
-	fn(info);
-	host_cpu_id = me;
-	return 0;
-}
-
-void on_each_cpu(smp_call_func_t fn, void *info, bool wait)
-{
-	for (unsigned c = 0; c < nr_cpu_ids; c++)
-		smp_call_function_single(c, fn, info, wait);
-}
 
 static __unused void env_reset_options(void)
 {

@@ -62,7 +62,7 @@ REPEAT_WITHIN = 0.03
 REPEAT_MIN = 3
 
 MM_SRCS = ["mm/page_alloc.c", "mm/pcp.c", "mm/page_debug.c", "mm/memblock.c",
-           "kernel/events.c", "tests/host/host_shim.c"]
+           "kernel/events.c", "tests/host/host_shim.c", "tests/host/host_call.c"]
 VM_SRCS = ["mm/pgtable.c", "mm/rmap.c", "mm/mmu_gather.c", "tests/host/vm_fake_alloc.c",
            "mm/mm.c", "mm/fault.c", "mm/filemap.c", "mm/refpage.c", "kernel/rcu.c",
            "kernel/events.c", "tests/host/host_shim.c"]
@@ -88,7 +88,7 @@ class PanelError(Exception):
 
 # Everything a model figure of the panel depends on, besides the profile and the kernel.
 INPUT_GLOBS = ("tools/native/*.[ch]", "mm/*.[ch]", "kernel/*.h", "kernel/events.c",
-               "kernel/string.c", "kernel/rcu.c", "tests/host/host_shim.c",
+               "kernel/string.c", "kernel/rcu.c", "tests/host/host_shim.c", "tests/host/host_call.c",
                "tests/host/vm_fake_alloc.[ch]", "arch/x86_64/*.h", "model/*.[ch]",
                "tools/baremm_lib/panel.py")
 

@@ -148,24 +148,33 @@ def perf_check(outdir, out=sys.stdout, steps=None):
     return p, f, 0
 
 
+def _summary_tool(name, argv, outdir):
+    """Run `tools/baremm ARGV`; its log and (passed, failed, skipped, stdout), or None for
+    the counts when it printed no `N passed, N failed[, N skipped]` line."""
+    log = os.path.join(outdir, name + ".log")
+    r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm")] + argv,
+                       cwd=runner.ROOT, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    m = re.search(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?", r.stdout, re.M)
+    if not m:
+        return log, None, r
+    p, f, sk = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+    if r.returncode != 0 and f == 0:
+        f = 1
+    return log, (p, f, sk), r
+
+
 def model_check(outdir, out=sys.stdout, steps=None):
     """The cost model's known answers under every profile (tools/baremm model-check,
     docs/COSTMODEL.md): per profile, the one-CPU known answers count as one check and each
     two-CPU figure (line ping-pong, IPI round trip) as one."""
-    log = os.path.join(outdir, "model-check.log")
-    r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm"),
-                        "model-check", "--no-build"], cwd=runner.ROOT, capture_output=True,
-                       text=True)
-    with open(log, "w") as f:
-        f.write(r.stdout + r.stderr)
-    m = re.search(r"^(\d+) passed, (\d+) failed", r.stdout, re.M)
-    if not m:
+    log, counts, r = _summary_tool("model-check", ["model-check", "--no-build"], outdir)
+    if counts is None:
         out.write("FAIL model-check (no summary line; see %s)\n" % log)
         _step(steps, "model-check", False, ["no summary line"] + r.stderr.splitlines()[-5:], log)
         return 0, 1, 0
-    p, f = int(m.group(1)), int(m.group(2))
-    if r.returncode != 0 and f == 0:
-        f = 1
+    p, f, _ = counts
     fails = [line.strip() for line in r.stdout.splitlines() if ": FAIL" in line]
     out.write("%s model-check (cost-model known answers: %d checks pass, %d fail)\n"
               % ("PASS" if f == 0 else "FAIL", p, f))
@@ -177,19 +186,12 @@ def model_check(outdir, out=sys.stdout, steps=None):
 def panel_check(outdir, out=sys.stdout, steps=None):
     """The short native panel against the recorded one (tools/baremm panel-check,
     docs/COSTMODEL.md): its KTAP counts, a known failure (TODO) counted as skipped."""
-    log = os.path.join(outdir, "panel-check.log")
-    r = subprocess.run([sys.executable, os.path.join(runner.ROOT, "tools", "baremm"),
-                        "panel-check"], cwd=runner.ROOT, capture_output=True, text=True)
-    with open(log, "w") as f:
-        f.write(r.stdout + r.stderr)
-    m = re.search(r"^(\d+) passed, (\d+) failed, (\d+) skipped", r.stdout, re.M)
-    if not m:
+    log, counts, r = _summary_tool("panel-check", ["panel-check"], outdir)
+    if counts is None:
         out.write("FAIL panel-check (no summary line; see %s)\n" % log)
         _step(steps, "panel-check", False, ["no summary line"] + r.stderr.splitlines()[-5:], log)
         return 0, 1, 0
-    p, f, sk = int(m.group(1)), int(m.group(2)), int(m.group(3))
-    if r.returncode != 0 and f == 0:
-        f = 1
+    p, f, sk = counts
     fails = [line.strip() for line in r.stdout.splitlines()
              if line.startswith("not ok") and "# TODO" not in line]
     out.write("%s panel-check (native panel: %d pass, %d fail, %d skipped or known failures)\n"

@@ -17,23 +17,6 @@
 #include "kernel/smp.h"
 #include "kernel/list.h"
 
-/* The host has no IPIs: a cross-CPU call runs the function as the target CPU. */
-int smp_call_function_single(unsigned cpu, smp_call_func_t fn, void *info, bool wait)
-{
-	(void)wait;
-	unsigned me = host_cpu_id;
-	host_cpu_id = cpu;
-	fn(info);
-	host_cpu_id = me;
-	return 0;
-}
-
-void on_each_cpu(smp_call_func_t fn, void *info, bool wait)
-{
-	for (unsigned c = 0; c < nr_cpu_ids; c++)
-		smp_call_function_single(c, fn, info, wait);
-}
-
 static int zone_ready;
 
 /* One zone of PANEL_RAM from 1 MiB, two CPUs (the smp rows use the second), pcp on,
