@@ -48,6 +48,9 @@ static inline uint64_t panel_tstop(uint64_t t0)
 /* The per-file workload tables (panel_micro.c, panel_mm.c, panel_smp.c, panel_vm.c). */
 extern struct panel_wl panel_micro[], panel_mm[], panel_smp[], panel_vm[];
 
+/* 1 when the runs are for the cost model (the guest), 0 natively. */
+extern int panel_model;
+
 /* Memory for workloads: 2 MiB aligned, THP asked for (MADV_HUGEPAGE), pre-faulted. */
 void *panel_alloc(uint64_t bytes);
 /* A deterministic generator (splitmix64): the same shapes on both sides. */

@@ -59,6 +59,7 @@ uint64_t panel_rand(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+int panel_model;
 static struct panel_wl *rows[MAX_ROWS];
 static int nrows;
 
@@ -184,6 +185,7 @@ int main(int argc, char **argv)
 			model = 1;
 	if (model)
 		rounds = 5;
+	panel_model = model;
 	if (r) {
 		rounds = atoi(r);
 		if (rounds < 1 || rounds > MAX_ROUNDS) {
