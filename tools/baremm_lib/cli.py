@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
-from . import experiment, modelcheck, perfcheck, sweep, symbolize, testrun
+from . import calibrate, experiment, modelcheck, perfcheck, sweep, symbolize, testrun
 from . import docs
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
@@ -420,11 +420,21 @@ def build_parser():
     docs.add_parser(sub)
     modelcheck.add_parser(sub)
     sweep.add_parser(sub)
+    calibrate.add_parser(sub)
     return ap
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    # checked before any build or boot, so that it has its own exit status
+    prof = getattr(a, "profile", None)
+    wanted = [getattr(a, "model", None)] + (prof if isinstance(prof, list) else [prof])
+    if runner.HOST_PROFILE in wanted:
+        try:
+            runner.resolve_profile(runner.HOST_PROFILE)
+        except runner.NotCalibrated as e:
+            err(str(e))
+            return st.EXIT_NOT_CALIBRATED
     try:
         return a.func(a)
     except KeyboardInterrupt:
