@@ -123,7 +123,8 @@ def print_backtraces(rec, logpath, out=sys.stdout):
 def add_model_arg(p):
     p.add_argument("--model", metavar="PROFILE", default=None,
                    help="cost-model mode: deterministic (icount) boot with the cycle-cost "
-                        "plugin and this CPU profile (%s, or a profile file); figures in "
+                        "plugin and this CPU profile (%s, host after `tools/baremm "
+                        "calibrate`, or a profile file); figures in "
                         "model cycles (docs/COSTMODEL.md)" % ", ".join(runner.model_profiles()))
 
 
