@@ -48,7 +48,7 @@ class DeriveTest(unittest.TestCase):
         self.v = {k: val for k, val, _ in self.entries}
         self.c = {k: com for k, _, com in self.entries}
 
-    def test_every_key_of_the_parser_once_in_its_order(self):
+    def test_every_key_of_the_parser_exactly_once(self):
         # the key table of model/profile.c, read from the source, not from calibrate.py
         with open(os.path.join(ROOT, "model", "profile.c")) as f:
             src = f.read()
