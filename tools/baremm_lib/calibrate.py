@@ -413,8 +413,11 @@ def derive(raw, topology=None, root=None):
         "Published values: " + statement + ".",
         "Chase buffers: 4 KiB pages (MADV_NOHUGEPAGE) and THP (MADV_HUGEPAGE, "
         "AnonHugePages %.0f%% / %.0f%% of the chase / TLB arenas); latencies are read "
-        "from the 4 KiB series at working sets whose TLB level is known." % (
-            100 * thp["chase_2m"], 100 * thp["tlb_2m"]),
+        "from the 4 KiB series at working sets whose TLB level is known. hugetlb "
+        "(MAP_HUGETLB): %s." % (
+            100 * thp["chase_2m"], 100 * thp["tlb_2m"],
+            {True: "available, not used", False: "not available (no huge pages reserved)",
+             None: "not probed"}[raw.get("hugetlb_2m")]),
     ]
     if probe_note:
         header.append("Page-size probe: " + probe_note + ".")

@@ -490,6 +490,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	/* hugetlb needs pages reserved by root; THP (madvise) is what the arenas use */
+	bool hugetlb = false;
+	{
+		void *h = mmap(NULL, HPAGE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (h != MAP_FAILED) {
+			hugetlb = true;
+			munmap(h, HPAGE);
+		}
+	}
 	int nws = quick ? 8 : (int)(sizeof(ws_kib_full) / sizeof(ws_kib_full[0]));
 	const unsigned *ws_kib = ws_kib_full;
 	static const unsigned ws_quick[] = { 16, 32, 64, 256, 1024, 4096, 16384, 32768 };
@@ -657,6 +667,7 @@ int main(int argc, char **argv)
 	jarr("tsc_ghz", tsc_ghz, rounds, true);
 	jarr("core_per_tsc", cpt, rounds, true);
 	jints("tsc_overhead_ticks", ovh, rounds, true);
+	printf("\"hugetlb_2m\": %s,\n", hugetlb ? "true" : "false");
 	printf("\"thp_fraction\": {\"mem\": %.3f, \"chase_2m\": %.3f, \"chase_4k\": %.3f, "
 	       "\"tlb_2m\": %.3f, \"tlb_4k\": %.3f},\n",
 	       mem_thp, ws2m_thp, ws4k_thp, tlb2m_thp, tlb4k_thp);
