@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
-from . import experiment, modelcheck, perfcheck, sweep, symbolize, testrun
+from . import calibrate, experiment, modelcheck, perfcheck, sweep, symbolize, testrun
 from . import docs, panel, panelcheck
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
@@ -123,7 +123,8 @@ def print_backtraces(rec, logpath, out=sys.stdout):
 def add_model_arg(p):
     p.add_argument("--model", metavar="PROFILE", default=None,
                    help="cost-model mode: deterministic (icount) boot with the cycle-cost "
-                        "plugin and this CPU profile (%s, or a profile file); figures in "
+                        "plugin and this CPU profile (%s, host after `tools/baremm "
+                        "calibrate`, or a profile file); figures in "
                         "model cycles (docs/COSTMODEL.md)" % ", ".join(runner.model_profiles()))
 
 
@@ -422,11 +423,21 @@ def build_parser():
     sweep.add_parser(sub)
     panel.add_parser(sub)
     panelcheck.add_parser(sub)
+    calibrate.add_parser(sub)
     return ap
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    # checked before any build or boot, so that it has its own exit status
+    prof = getattr(a, "profile", None)
+    wanted = [getattr(a, "model", None)] + (prof if isinstance(prof, list) else [prof])
+    if runner.HOST_PROFILE in wanted:
+        try:
+            runner.resolve_profile(runner.HOST_PROFILE)
+        except runner.NotCalibrated as e:
+            err(str(e))
+            return st.EXIT_NOT_CALIBRATED
     try:
         return a.func(a)
     except KeyboardInterrupt:

@@ -23,6 +23,10 @@ SCHEMA = "baremm-run/1"
 # The cycle-cost model (docs/COSTMODEL.md): a TCG plugin and its named CPU profiles.
 MODEL_SO = "build/model/costmodel.so"
 PROFILE_DIR = "model/profiles"
+# The profile of this host, written by `tools/baremm calibrate` (not a published CPU, so
+# not in PROFILE_DIR); `--model host` names it.
+HOST_PROFILE = "host"
+HOST_PROFILE_PATH = "results/host.cfg"
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -82,8 +86,23 @@ def model_profiles(root=None):
         return []
 
 
+class NotCalibrated(ToolError):
+    """--model host before `tools/baremm calibrate` has written the host's profile."""
+
+
+def host_profile_path():
+    return os.path.join(ROOT, HOST_PROFILE_PATH)
+
+
 def resolve_profile(name):
-    """A profile name (model/profiles/NAME.cfg) or a path to a profile file."""
+    """A profile name (model/profiles/NAME.cfg), 'host' (the calibrated profile of this
+    machine) or a path to a profile file."""
+    if name == HOST_PROFILE and not os.path.isfile(os.path.join(ROOT, PROFILE_DIR, name + ".cfg")):
+        path = host_profile_path()
+        if not os.path.isfile(path):
+            raise NotCalibrated("--model host: this host has not been calibrated (%s is "
+                                "missing): run `tools/baremm calibrate` first" % HOST_PROFILE_PATH)
+        return path
     if os.sep in name or name.endswith(".cfg"):
         path = os.path.abspath(name)
     else:

@@ -36,6 +36,8 @@ TOOL_EXIT = {
 EXIT_LOG_ERROR = 18
 # The tool itself failed: build failed, QEMU or a firmware file missing, bad input file.
 EXIT_TOOL_ERROR = 20
+# --model host, but `tools/baremm calibrate` has not written the host's profile yet.
+EXIT_NOT_CALIBRATED = 21
 # argparse usage errors exit with 2 (Python's convention).
 EXIT_USAGE = 2
 

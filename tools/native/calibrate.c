@@ -1,0 +1,711 @@
+/*
+ * calibrate: measure this host from user space and print every raw figure as one JSON
+ * object on stdout (tools/baremm calibrate turns it into a cost-model profile;
+ * docs/COSTMODEL.md, "Calibration").
+ *
+ *   calibrate [--rounds N] [--mem-mib M] [--quick]   measure, JSON on stdout
+ *   calibrate --check PROFILE                        load PROFILE with the plugin's own
+ *                                                    parser (model/profile.c); exit 0 if
+ *                                                    it is accepted, 1 with the reason
+ *
+ * Contract of the JSON: every timed figure is a per-round array of TSC ticks per
+ * operation (one element per round, rounds interleaved so that a noisy neighbour hits
+ * one round of every measurement rather than every sample of one); each round also
+ * records its own core-cycles-per-tick, so the reader converts ticks to core cycles
+ * with the clock of the same round. Within a round each figure is already the minimum
+ * of several samples (a neighbour or an interrupt only ever makes a sample slower).
+ * The measuring thread runs on CPU 0; the core-to-core figure uses CPUs 0 and 1.
+ */
+#include "tools/native/native.h"
+
+#include <cpuid.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "model/model.h"
+
+#define LINE 64
+#define CHASE_STEPS 4096
+#define CHASE_SAMPLES 16
+#define C2C_BATCH 200
+#define PROBE_N 16
+#define PAGE 4096
+#define HPAGE (2u << 20)
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void)
+{
+	uint64_t x = rng_state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+/* ---- memory: 2 MiB-aligned anonymous arenas, THP asked for or refused ---- */
+
+static void *arena(size_t bytes, bool huge)
+{
+	size_t len = bytes + HPAGE;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "calibrate: mmap %zu bytes: %s\n", len, strerror(errno));
+		exit(2);
+	}
+	char *q = (char *)(((uintptr_t)p + HPAGE - 1) & ~(uintptr_t)(HPAGE - 1));
+	/* THP is "madvise" on many hosts: ask for it explicitly, or refuse it for the 4 KiB arenas */
+	madvise(q, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	memset(q, 0, bytes);
+	return q;
+}
+
+/* Fraction of [p, p+bytes) the kernel backs with huge pages (AnonHugePages in smaps). */
+static double thp_fraction(const void *p, size_t bytes)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	uintptr_t a = (uintptr_t)p;
+	bool in = false;
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = s < a + bytes && e > a;
+			continue;
+		}
+		unsigned long long v;
+		if (in && sscanf(line, "AnonHugePages: %llu kB", &v) == 1)
+			kb += v;
+	}
+	fclose(f);
+	return (double)kb * 1024.0 / (double)bytes;
+}
+
+/* ---- pointer chase over a random cyclic permutation (Sattolo) of given slots ---- */
+
+static void link_cycle(char *base, const uint64_t *off, uint32_t *perm, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		perm[i] = (uint32_t)i;
+	for (uint64_t i = n - 1; i > 0; i--) {
+		uint64_t j = rng() % i;
+		uint32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		*(void **)(base + off[perm[i]]) = base + off[perm[(i + 1) % n]];
+}
+
+/* Same, slots k*64 for k < n, without an offset table (the 1 GiB memory arena). */
+static void link_lines(char *base, uint64_t n)
+{
+	uint32_t *perm = malloc(sizeof(uint32_t) * n);
+	for (uint64_t i = 0; i < n; i++)
+		perm[i] = (uint32_t)i;
+	for (uint64_t i = n - 1; i > 0; i--) {
+		uint64_t j = rng() % i;
+		uint32_t t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		*(void **)(base + (uint64_t)perm[i] * LINE) = base + (uint64_t)perm[(i + 1) % n] * LINE;
+	free(perm);
+}
+
+#define STEP "mov (%0), %0\n\t"
+/* @steps dependent loads from *@pp (steps a multiple of 16); returns ticks, moves *pp on. */
+static uint64_t chase(void **pp, uint64_t steps)
+{
+	void *p = *pp;
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < steps; i += 16)
+		__asm__ __volatile__(STEP STEP STEP STEP STEP STEP STEP STEP
+				     STEP STEP STEP STEP STEP STEP STEP STEP : "+r"(p)::"memory");
+	uint64_t t = native_tsc() - t0;
+	*pp = p;
+	return t;
+}
+
+static uint64_t round16(uint64_t v) { return (v + 15) & ~15ull; }
+
+/*
+ * Ticks per load on a cycle of @n slots: one full lap to warm the caches, then the best
+ * of @samples short runs of @steps loads. Short runs, because on a shared host a long
+ * one is almost always cut by a preemption; several, because a lucky short run is only
+ * a fraction of a percent faster than the steady state, a preempted one is far slower.
+ */
+static double chase_sample(void *start, uint64_t n, uint64_t steps, int samples)
+{
+	void *p = start;
+	uint64_t best = ~0ull;
+	steps = round16(steps);
+	chase(&p, round16(n));
+	for (int s = 0; s < samples; s++) {
+		uint64_t t = chase(&p, steps);
+		best = t < best ? t : best;
+	}
+	return (double)best / (double)steps;
+}
+
+/* ---- the individual measurements (each returns ticks per operation, best of samples) ---- */
+
+static uint64_t tsc_overhead(void)
+{
+	uint64_t best = ~0ull;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t t0 = native_tsc(), t1 = native_tsc();
+		if (t1 - t0 < best)
+			best = t1 - t0;
+	}
+	return best;
+}
+
+static double best_of(uint64_t (*fn)(uint64_t), uint64_t n, int samples, uint64_t ovh)
+{
+	uint64_t best = ~0ull;
+	for (int s = 0; s < samples; s++) {
+		uint64_t t = fn(n);
+		if (t < best)
+			best = t;
+	}
+	return (double)(best > ovh ? best - ovh : 0) / (double)n;
+}
+
+static uint64_t priv_line[16] __attribute__((aligned(128)));
+
+#define X8(s) s s s s s s s s
+static uint64_t lock_xadd_chain(uint64_t n)
+{
+	uint64_t v = 1, *m = &priv_line[0];
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i += 8)
+		__asm__ __volatile__(X8("lock xaddq %0, (%1)\n\t") : "+r"(v) : "r"(m) : "memory");
+	return native_tsc() - t0;
+}
+
+static uint64_t xchg_chain(uint64_t n)
+{
+	uint64_t v = 1, *m = &priv_line[0];
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i += 8)
+		__asm__ __volatile__(X8("xchgq %0, (%1)\n\t") : "+r"(v) : "r"(m) : "memory");
+	return native_tsc() - t0;
+}
+
+static uint64_t mfence_chain(uint64_t n)
+{
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i += 8)
+		__asm__ __volatile__(X8("mfence\n\t") ::: "memory");
+	return native_tsc() - t0;
+}
+
+static uint64_t lfence_chain(uint64_t n)
+{
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i += 8)
+		__asm__ __volatile__(X8("lfence\n\t") ::: "memory");
+	return native_tsc() - t0;
+}
+
+static uint64_t pause_chain(uint64_t n)
+{
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i += 8)
+		__asm__ __volatile__(X8("pause\n\t") ::: "memory");
+	return native_tsc() - t0;
+}
+
+static uint64_t cpuid_one(uint64_t n)
+{
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned a, b, c, d;
+		__cpuid_count(0, 0, a, b, c, d);
+		__asm__ __volatile__("" ::"r"(a), "r"(b), "r"(c), "r"(d));
+	}
+	return native_tsc() - t0;
+}
+
+/*
+ * Branch on one bit of each byte of @buf: bit 0 is random, bit 7 is always clear. Both
+ * paths do the same add, so the two loops differ only in how predictable the jump is.
+ */
+static uint8_t *branch_buf;
+#define BRANCH_N (1u << 16)
+static uint64_t branch_loop(uint64_t mask)
+{
+	uint64_t sum = 0;
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < BRANCH_N; i++) {
+		uint64_t v = branch_buf[i];
+		/* a real conditional jump: the compiler may not turn it into a cmov */
+		__asm__ __volatile__("test %2, %1\n\tjz 1f\n\tadd %1, %0\n\tjmp 2f\n1:\tadd %1, %0\n2:"
+				     : "+r"(sum) : "r"(v), "r"(mask));
+	}
+	uint64_t t = native_tsc() - t0;
+	__asm__ __volatile__("" ::"r"(sum));
+	return t;
+}
+
+static uint64_t rep_movsb(void *dst, const void *src, size_t n)
+{
+	uint64_t t0 = native_tsc();
+	__asm__ __volatile__("rep movsb" : "+D"(dst), "+S"(src), "+c"(n)::"memory");
+	return native_tsc() - t0;
+}
+
+static uint64_t rep_stosb(void *dst, size_t n)
+{
+	uint64_t t0 = native_tsc();
+	__asm__ __volatile__("rep stosb" : "+D"(dst), "+c"(n) : "a"(0) : "memory");
+	return native_tsc() - t0;
+}
+
+static void flush(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += LINE)
+		__asm__ __volatile__("clflush (%0)" ::"r"(p + i) : "memory");
+	__asm__ __volatile__("mfence" ::: "memory");
+}
+
+/* ---- core to core: CAS ping-pong on one line, CPU 0 <-> CPU 1 ---- */
+
+static struct {
+	uint64_t v __attribute__((aligned(128)));
+	char pad[120];
+	volatile int go __attribute__((aligned(128)));
+	uint64_t n;
+	int cpu;
+} pp;
+
+static void *ponger(void *arg)
+{
+	(void)arg;
+	if (native_pin(pp.cpu))
+		return (void *)1;
+	pp.go = 1;
+	for (uint64_t k = 1; k < 2 * pp.n; k += 2) {
+		uint64_t e = k;
+		while (!__atomic_compare_exchange_n(&pp.v, &e, k + 1, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST))
+			e = k;
+	}
+	return NULL;
+}
+
+/* Ticks per round trip (two transfers of the line), best of @samples batches of @n. */
+static double c2c_roundtrip(int cpu, uint64_t n, int samples)
+{
+	double best = 1e30;
+	for (int s = 0; s < samples; s++) {
+		pthread_t th;
+		pp.v = 0;
+		pp.go = 0;
+		pp.n = n;
+		pp.cpu = cpu;
+		if (pthread_create(&th, NULL, ponger, NULL))
+			return -1;
+		while (!pp.go)
+			__asm__ __volatile__("pause");
+		uint64_t t0 = native_tsc();
+		for (uint64_t k = 0; k < 2 * n; k += 2) {
+			uint64_t e = k;
+			while (!__atomic_compare_exchange_n(&pp.v, &e, k + 1, false, __ATOMIC_SEQ_CST,
+							    __ATOMIC_SEQ_CST))
+				e = k;
+		}
+		uint64_t e = 2 * n; /* the ponger's last move */
+		while (__atomic_load_n(&pp.v, __ATOMIC_ACQUIRE) != e)
+			__asm__ __volatile__("" ::: "memory");
+		uint64_t t = native_tsc() - t0;
+		void *ret;
+		pthread_join(th, &ret);
+		if (ret)
+			return -1;
+		if ((double)t / (double)n < best)
+			best = (double)t / (double)n;
+	}
+	return best;
+}
+
+/* ---- JSON output ---- */
+
+static void jarr(const char *key, const double *v, int n, bool comma)
+{
+	printf("\"%s\": [", key);
+	for (int i = 0; i < n; i++)
+		printf("%s%.4f", i ? ", " : "", v[i]);
+	printf("]%s\n", comma ? "," : "");
+}
+
+static void jmat(const char *key, double *const *v, int rows, int cols, bool comma)
+{
+	printf("\"%s\": [", key);
+	for (int r = 0; r < rows; r++) {
+		printf("%s[", r ? ", " : "");
+		for (int c = 0; c < cols; c++)
+			printf("%s%.4f", c ? ", " : "", v[r][c]);
+		printf("]");
+	}
+	printf("]%s\n", comma ? "," : "");
+}
+
+static void jints(const char *key, const uint64_t *v, int n, bool comma)
+{
+	printf("\"%s\": [", key);
+	for (int i = 0; i < n; i++)
+		printf("%s%llu", i ? ", " : "", (unsigned long long)v[i]);
+	printf("]%s\n", comma ? "," : "");
+}
+
+static void print_cpuid(void)
+{
+	unsigned a, b, c, d;
+	char vendor[13] = { 0 }, brand[49] = { 0 }, hv[13] = { 0 };
+	__cpuid(0, a, b, c, d);
+	memcpy(vendor, &b, 4);
+	memcpy(vendor + 4, &d, 4);
+	memcpy(vendor + 8, &c, 4);
+	unsigned maxleaf = a;
+	__cpuid(1, a, b, c, d);
+	unsigned fam = (a >> 8) & 15, mod = (a >> 4) & 15, step = a & 15;
+	if (fam == 15)
+		fam += (a >> 20) & 255;
+	if (fam == 6 || fam >= 15)
+		mod += ((a >> 16) & 15) << 4;
+	bool hyper = (c >> 31) & 1;
+	__cpuid(0x80000000, a, b, c, d);
+	if (a >= 0x80000004)
+		for (unsigned l = 0; l < 3; l++) {
+			unsigned r[4];
+			__cpuid(0x80000002 + l, r[0], r[1], r[2], r[3]);
+			memcpy(brand + 16 * l, r, 16);
+		}
+	for (char *s = brand; *s; s++)
+		if (*s == '"' || *s == '\\')
+			*s = ' ';
+	if (hyper) {
+		__cpuid(0x40000000, a, b, c, d);
+		memcpy(hv, &b, 4);
+		memcpy(hv + 4, &c, 4);
+		memcpy(hv + 8, &d, 4);
+		for (char *s = hv; s < hv + 12; s++)
+			if (*s < 32 || *s > 126 || *s == '"' || *s == '\\')
+				*s = ' ';
+	}
+	printf("\"cpuid\": {\"vendor\": \"%s\", \"brand\": \"%s\", \"family\": %u, \"model\": %u, "
+	       "\"stepping\": %u, \"hypervisor\": \"%s\", \"leaf4\": [",
+	       vendor, brand, fam, mod, step, hv);
+	bool first = true;
+	if (maxleaf >= 4 && !strcmp(vendor, "GenuineIntel"))
+		for (unsigned s = 0; s < 16; s++) {
+			__cpuid_count(4, s, a, b, c, d);
+			unsigned type = a & 31;
+			if (!type)
+				break;
+			unsigned ways = (b >> 22) + 1, parts = ((b >> 12) & 1023) + 1, line = (b & 4095) + 1,
+				 sets = c + 1;
+			printf("%s{\"level\": %u, \"type\": \"%s\", \"ways\": %u, \"sets\": %u, \"line\": %u, "
+			       "\"kib\": %u}",
+			       first ? "" : ", ", (a >> 5) & 7,
+			       type == 1 ? "data" : type == 2 ? "instruction" : "unified", ways, sets, line,
+			       ways * parts * line * sets / 1024);
+			first = false;
+		}
+	/* leaf 0x18 (deterministic address translation): the TLB geometry, when exposed */
+	printf("], \"leaf18\": [");
+	first = true;
+	if (maxleaf >= 0x18 && !strcmp(vendor, "GenuineIntel")) {
+		__cpuid_count(0x18, 0, a, b, c, d);
+		unsigned maxsub = a;
+		for (unsigned s = 0; s <= maxsub && s < 32; s++) {
+			__cpuid_count(0x18, s, a, b, c, d);
+			if (!(d & 31))
+				continue;
+			printf("%s{\"pages\": %u, \"ways\": %u, \"sets\": %u, \"type\": %u, \"level\": %u, "
+			       "\"full\": %u}",
+			       first ? "" : ", ", b & 15, b >> 16, c, d & 31, (d >> 5) & 7, (d >> 8) & 1);
+			first = false;
+		}
+	}
+	printf("]},\n");
+}
+
+/* ---- main ---- */
+
+static const unsigned ws_kib_full[] = { 8, 16, 24, 32, 40, 48, 64, 96, 128, 192, 256, 384, 512, 768,
+					1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384, 32768, 65536 };
+static const unsigned tlb_pages_full[] = { 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256, 384, 512,
+					   768, 1024, 1536, 1792, 2048, 2304, 2560, 3072, 4096, 8192,
+					   16384, 32768 };
+
+static int check(const char *path)
+{
+	struct profile p;
+	char err[512], d[1024];
+	if (profile_load(path, &p, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	profile_describe(&p, d, sizeof(d));
+	printf("%s\n", d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = 7;
+	unsigned mem_mib = 1024;
+	bool quick = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--check") && i + 1 < argc)
+			return check(argv[i + 1]);
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--mem-mib") && i + 1 < argc)
+			mem_mib = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--quick"))
+			quick = true;
+		else {
+			fprintf(stderr, "usage: calibrate [--rounds N] [--mem-mib M] [--quick] | --check PROFILE\n");
+			return 2;
+		}
+	}
+	if (rounds < 1 || rounds > 100 || mem_mib < 8) {
+		fprintf(stderr, "calibrate: --rounds 1..100, --mem-mib >= 8\n");
+		return 2;
+	}
+	uint64_t start_ns = native_ns();
+	if (native_pin(0)) {
+		fprintf(stderr, "calibrate: cannot pin to CPU 0: %s\n", strerror(errno));
+		return 2;
+	}
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	/* hugetlb needs pages reserved by root; THP (madvise) is what the arenas use */
+	bool hugetlb = false;
+	{
+		void *h = mmap(NULL, HPAGE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (h != MAP_FAILED) {
+			hugetlb = true;
+			munmap(h, HPAGE);
+		}
+	}
+	int nws = quick ? 8 : (int)(sizeof(ws_kib_full) / sizeof(ws_kib_full[0]));
+	const unsigned *ws_kib = ws_kib_full;
+	static const unsigned ws_quick[] = { 16, 32, 64, 256, 1024, 4096, 16384, 32768 };
+	if (quick)
+		ws_kib = ws_quick;
+	int ntlb = quick ? 6 : (int)(sizeof(tlb_pages_full) / sizeof(tlb_pages_full[0]));
+	static const unsigned tlb_quick[] = { 32, 128, 512, 2048, 8192, 16384 };
+	const unsigned *tlb_pages = quick ? tlb_quick : tlb_pages_full;
+	if (quick)
+		mem_mib = mem_mib < 64 ? mem_mib : 64;
+
+	/* arenas: the memory one first, so that building its cycle has left the LLC by the
+	 * time anything else is measured */
+	size_t mem_bytes = (size_t)mem_mib << 20;
+	char *mem = arena(mem_bytes, true);
+	link_lines(mem, mem_bytes / LINE);
+	double mem_thp = thp_fraction(mem, mem_bytes);
+
+	size_t ws_total = 0;
+	for (int w = 0; w < nws; w++)
+		ws_total += ((size_t)ws_kib[w] << 10);
+	char *ws2m = arena(ws_total, true), *ws4k = arena(ws_total, false);
+	double ws2m_thp = thp_fraction(ws2m, ws_total), ws4k_thp = thp_fraction(ws4k, ws_total);
+	void *start2m[32], *start4k[32];
+	{
+		size_t off = 0;
+		for (int w = 0; w < nws; w++) {
+			uint64_t n = ((uint64_t)ws_kib[w] << 10) / LINE;
+			link_lines(ws2m + off, n);
+			link_lines(ws4k + off, n);
+			start2m[w] = ws2m + off;
+			start4k[w] = ws4k + off;
+			off += (size_t)ws_kib[w] << 10;
+		}
+	}
+
+	unsigned maxpages = tlb_pages[ntlb - 1];
+	size_t tlb_bytes = (size_t)maxpages * PAGE;
+	char *tlb2m = arena(tlb_bytes, true), *tlb4k = arena(tlb_bytes, false);
+	double tlb2m_thp = thp_fraction(tlb2m, tlb_bytes), tlb4k_thp = thp_fraction(tlb4k, tlb_bytes);
+	/* one line per page, at a random line of the page so that the lines spread over all
+	 * cache sets; the same layout in both arenas, so only the page size differs */
+	uint64_t *tlb_off = malloc(sizeof(uint64_t) * maxpages);
+	uint32_t *perm = malloc(sizeof(uint32_t) * maxpages);
+	for (unsigned i = 0; i < maxpages; i++)
+		tlb_off[i] = (uint64_t)i * PAGE + (rng() % (PAGE / LINE)) * LINE;
+
+	/*
+	 * Page-size probe: PROBE_N lines, one per 2 MiB of the THP arena, against PROBE_N
+	 * lines one per 4 KiB. All are L1-resident; if the TLB held 2 MiB entries both would
+	 * cost an L1 hit, but 4 KiB entries at a 2 MiB stride fall into one L1 dTLB set and
+	 * miss it (the signature of a hypervisor that maps guest memory with 4 KiB pages).
+	 */
+	uint64_t probe_off[PROBE_N], probe_off4[PROBE_N];
+	uint32_t probe_perm[PROBE_N];
+	bool probe_ok = tlb_bytes >= (size_t)PROBE_N * HPAGE;
+	for (unsigned i = 0; i < PROBE_N; i++) {
+		probe_off[i] = (uint64_t)i * HPAGE + (rng() % (PAGE / LINE)) * LINE;
+		probe_off4[i] = (uint64_t)i * PAGE + (probe_off[i] % PAGE);
+	}
+
+	branch_buf = malloc(BRANCH_N);
+	for (unsigned i = 0; i < BRANCH_N; i++)
+		branch_buf[i] = (uint8_t)(rng() & 0x7f);
+	char *rep_src = arena(64 << 10, false), *rep_dst = arena(64 << 10, false);
+
+	/* per-round results */
+	double *tsc_ghz = calloc((size_t)rounds, sizeof(double));
+	double *cpt = calloc((size_t)rounds, sizeof(double));
+	uint64_t *ovh = calloc((size_t)rounds, sizeof(uint64_t));
+	double *c2m[100], *c4k[100], *t2m[100], *t4k[100];
+	double *memlat = calloc((size_t)rounds, sizeof(double));
+	double *xadd = calloc((size_t)rounds, sizeof(double)), *xchg = calloc((size_t)rounds, sizeof(double));
+	double *mfence = calloc((size_t)rounds, sizeof(double)), *lfence = calloc((size_t)rounds, sizeof(double));
+	double *pause8 = calloc((size_t)rounds, sizeof(double)), *pause4k = calloc((size_t)rounds, sizeof(double));
+	double *cpuid = calloc((size_t)rounds, sizeof(double));
+	double *br_pred = calloc((size_t)rounds, sizeof(double)), *br_rand = calloc((size_t)rounds, sizeof(double));
+	double *movs_l1 = calloc((size_t)rounds, sizeof(double)), *stos_l1 = calloc((size_t)rounds, sizeof(double));
+	double *movs_mem = calloc((size_t)rounds, sizeof(double)), *stos_mem = calloc((size_t)rounds, sizeof(double));
+	double *c2c = calloc((size_t)rounds, sizeof(double));
+	double *probe2m = calloc((size_t)rounds, sizeof(double)), *probe4k = calloc((size_t)rounds, sizeof(double));
+
+	for (int r = 0; r < rounds; r++) {
+		tsc_ghz[r] = native_tsc_ghz(20);
+		cpt[r] = native_core_per_tsc(20);
+		ovh[r] = tsc_overhead();
+		c2m[r] = calloc((size_t)nws, sizeof(double));
+		c4k[r] = calloc((size_t)nws, sizeof(double));
+		t2m[r] = calloc((size_t)ntlb, sizeof(double));
+		t4k[r] = calloc((size_t)ntlb, sizeof(double));
+		for (int w = 0; w < nws; w++) {
+			uint64_t n = ((uint64_t)ws_kib[w] << 10) / LINE;
+			c2m[r][w] = chase_sample(start2m[w], n, CHASE_STEPS, CHASE_SAMPLES);
+			c4k[r][w] = chase_sample(start4k[w], n, CHASE_STEPS, CHASE_SAMPLES);
+		}
+		for (int t = 0; t < ntlb; t++) {
+			uint64_t n = tlb_pages[t];
+			link_cycle(tlb2m, tlb_off, perm, n);
+			t2m[r][t] = chase_sample(tlb2m + tlb_off[0], n, CHASE_STEPS, CHASE_SAMPLES);
+			link_cycle(tlb4k, tlb_off, perm, n);
+			t4k[r][t] = chase_sample(tlb4k + tlb_off[0], n, CHASE_STEPS, CHASE_SAMPLES);
+		}
+		if (probe_ok) {
+			link_cycle(tlb2m, probe_off, probe_perm, PROBE_N);
+			probe2m[r] = chase_sample(tlb2m + probe_off[0], PROBE_N, CHASE_STEPS, CHASE_SAMPLES);
+			link_cycle(tlb2m, probe_off4, probe_perm, PROBE_N);
+			probe4k[r] = chase_sample(tlb2m + probe_off4[0], PROBE_N, CHASE_STEPS, CHASE_SAMPLES);
+		}
+		{
+			/* no warm-up lap: the point is that the line is not in any cache */
+			void *p = mem + (rng() % (mem_bytes / LINE)) * LINE;
+			uint64_t best = ~0ull;
+			for (int s = 0; s < CHASE_SAMPLES; s++) {
+				uint64_t t = chase(&p, CHASE_STEPS);
+				best = t < best ? t : best;
+			}
+			memlat[r] = (double)best / CHASE_STEPS;
+		}
+		xadd[r] = best_of(lock_xadd_chain, 1 << 14, 5, ovh[r]);
+		xchg[r] = best_of(xchg_chain, 1 << 14, 5, ovh[r]);
+		mfence[r] = best_of(mfence_chain, 1 << 14, 5, ovh[r]);
+		lfence[r] = best_of(lfence_chain, 1 << 14, 5, ovh[r]);
+		/* short bursts stay under KVM's pause-loop-exit window; the long loop may not */
+		pause8[r] = best_of(pause_chain, 8, 200, ovh[r]);
+		pause4k[r] = best_of(pause_chain, 4096, 5, ovh[r]);
+		cpuid[r] = best_of(cpuid_one, 1, 200, ovh[r]);
+		{
+			uint64_t bp = ~0ull, bq = ~0ull;
+			for (int s = 0; s < 3; s++) {
+				uint64_t a = branch_loop(0x80), b = branch_loop(0x01);
+				bp = a < bp ? a : bp;
+				bq = b < bq ? b : bq;
+			}
+			br_pred[r] = (double)bp / BRANCH_N;
+			br_rand[r] = (double)bq / BRANCH_N;
+		}
+		{
+			uint64_t a = ~0ull, b = ~0ull, c = ~0ull, d = ~0ull;
+			for (int s = 0; s < 20; s++) {
+				uint64_t x = rep_movsb(rep_dst, rep_src, PAGE), y = rep_stosb(rep_dst, PAGE);
+				a = x < a ? x : a;
+				b = y < b ? y : b;
+			}
+			for (int s = 0; s < 8; s++) {
+				/* flushed lines come from memory (clflush evicts every level) */
+				flush(rep_src, 64 << 10);
+				rep_stosb(rep_dst, 64 << 10);
+				uint64_t x = rep_movsb(rep_dst, rep_src, 64 << 10);
+				c = x < c ? x : c;
+				flush(rep_src, 64 << 10);
+				uint64_t y = rep_stosb(rep_src, 64 << 10);
+				d = y < d ? y : d;
+			}
+			movs_l1[r] = (double)(a - ovh[r]);
+			stos_l1[r] = (double)(b - ovh[r]);
+			movs_mem[r] = (double)(c - ovh[r]);
+			stos_mem[r] = (double)(d - ovh[r]);
+		}
+		c2c[r] = ncpu >= 2 ? c2c_roundtrip(1, C2C_BATCH, quick ? 5 : 20) : -1;
+	}
+
+	printf("{\n\"schema\": \"baremm-calibrate-raw/1\",\n");
+	print_cpuid();
+	printf("\"cpus_online\": %ld,\n\"rounds\": %d,\n\"quick\": %s,\n", ncpu, rounds, quick ? "true" : "false");
+	jarr("tsc_ghz", tsc_ghz, rounds, true);
+	jarr("core_per_tsc", cpt, rounds, true);
+	jints("tsc_overhead_ticks", ovh, rounds, true);
+	printf("\"hugetlb_2m\": %s,\n", hugetlb ? "true" : "false");
+	printf("\"thp_fraction\": {\"mem\": %.3f, \"chase_2m\": %.3f, \"chase_4k\": %.3f, "
+	       "\"tlb_2m\": %.3f, \"tlb_4k\": %.3f},\n",
+	       mem_thp, ws2m_thp, ws4k_thp, tlb2m_thp, tlb4k_thp);
+	printf("\"chase\": {\"ws_kib\": [");
+	for (int w = 0; w < nws; w++)
+		printf("%s%u", w ? ", " : "", ws_kib[w]);
+	printf("],\n");
+	jmat("ticks_2m", c2m, rounds, nws, true);
+	jmat("ticks_4k", c4k, rounds, nws, false);
+	printf("},\n\"tlb\": {\"pages\": [");
+	for (int t = 0; t < ntlb; t++)
+		printf("%s%u", t ? ", " : "", tlb_pages[t]);
+	printf("],\n");
+	jmat("ticks_2m", t2m, rounds, ntlb, true);
+	jmat("ticks_4k", t4k, rounds, ntlb, false);
+	printf("},\n\"page_probe\": {\"lines\": %d, ", probe_ok ? PROBE_N : 0);
+	jarr("stride_2m", probe2m, rounds, true);
+	jarr("stride_4k", probe4k, rounds, false);
+	printf("},\n\"mem\": {\"ws_mib\": %u, ", mem_mib);
+	jarr("ticks", memlat, rounds, false);
+	printf("},\n");
+	jarr("lock_xadd", xadd, rounds, true);
+	jarr("xchg", xchg, rounds, true);
+	jarr("mfence", mfence, rounds, true);
+	jarr("lfence", lfence, rounds, true);
+	jarr("pause_burst8", pause8, rounds, true);
+	jarr("pause_loop4096", pause4k, rounds, true);
+	jarr("cpuid_leaf0", cpuid, rounds, true);
+	printf("\"branch\": {\"n\": %u, ", BRANCH_N);
+	jarr("predictable", br_pred, rounds, true);
+	jarr("random", br_rand, rounds, false);
+	printf("},\n\"rep\": {");
+	jarr("movsb_4k_l1", movs_l1, rounds, true);
+	jarr("stosb_4k_l1", stos_l1, rounds, true);
+	jarr("movsb_64k_from_mem", movs_mem, rounds, true);
+	jarr("stosb_64k_to_mem", stos_mem, rounds, false);
+	printf("},\n\"c2c\": {\"cpus\": [0, 1], \"batch\": %d, ", C2C_BATCH);
+	jarr("roundtrip", c2c, rounds, false);
+	printf("},\n\"elapsed_s\": %.2f\n}\n", (double)(native_ns() - start_ns) / 1e9);
+	return 0;
+}
