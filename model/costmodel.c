@@ -35,6 +35,9 @@ enum {
 	EV_C2C, EV_C2C_REMOTE, EV_RFO_INVAL, EV_WAIT, EV_WAIT_CYCLES, EV_IPI_SENT, EV_IPI_WAIT_CYCLES,
 	/* where the memory cycles went, so a figure's difference can be taken apart */
 	EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP,
+	/* the clock's other parts, counted outside struct tb_counts' mask: instructions (rep
+	 * strings once per execution), fixed penalties, MMIO cycles */
+	EV_INSNS, EV_CYC_PEN, EV_CYC_IO,
 	NR_MEV
 };
 static const char *const ev_names[NR_MEV] = {
@@ -43,8 +46,21 @@ static const char *const ev_names[NR_MEV] = {
 	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
 	"c2c_transfer", "c2c_remote", "rfo_inval", "wait", "wait_cycles", "ipi_sent", "ipi_wait_cycles",
 	"cyc_cache", "cyc_tlb", "cyc_rep",
+	"insns", "cyc_pen", "cyc_io",
 };
-_Static_assert(NR_MEV <= 32, "tb_counts.evmask has 32 bits");
+_Static_assert(EV_INSNS <= 32, "tb_counts.evmask has 32 bits for the events a block carries");
+
+/* Where a figure's cycles went (the part.* fields of BAREMM-RESULT): per vCPU the clock is
+ * exactly the sum of these, x100. The first six follow from the events above, which a
+ * wait puts back to their values at its start; the last two are how far waits for other
+ * CPUs' stores and IPIs moved the clock beyond that (clock_set). */
+enum { PT_INSNS, PT_PEN, PT_CACHE, PT_TLB, PT_REP, PT_IO, PT_WAIT, PT_IPI, NR_PART };
+static const char *const part_names[NR_PART] = {
+	"insns", "penalties", "cache", "tlb", "rep", "io", "wait", "ipi",
+};
+/* The events the first six parts come from. */
+#define NR_PEV 6
+static const int part_ev[NR_PEV] = { EV_INSNS, EV_CYC_PEN, EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP, EV_CYC_IO };
 
 /* What one translation block (or the tail of one after a marker) adds when it runs. */
 struct tb_counts {
@@ -96,14 +112,17 @@ struct vcpu {
 	u64 wait_seq;		/* store_seq at that load: stores after it wake the CPU */
 	u64 wait_ev[NR_MEV];	/* events at the wait's start (restored at the wake) */
 	u64 ld_clock, ld_seq;	/* clock x100 and store_seq at this CPU's latest load */
+	u64 ld_pev[NR_PEV];	/* and the part events then (a wait that starts there restores them) */
 	bool ipi_pending;	/* an IPI was sent to this CPU and not taken yet */
 	u32 xapic_icr_hi;	/* the last value this CPU stored to the xAPIC ICR high */
 	u32 xapic_ldr, xapic_dfr;	/* its xAPIC logical destination and destination format */
 	u64 ipi_at;		/* x100: its earliest start (send + ipi_latency) */
+	int64_t part_wait, part_ipi;	/* x100: PT_WAIT and PT_IPI */
 	/* timed regions */
 	bool in_region;
 	u64 r_clock, r_ev[NR_MEV];
 	u64 acc_clock, acc_ev[NR_MEV];
+	int64_t r_part[NR_PART], acc_part[NR_PART];	/* x100 */
 };
 
 struct variant_acc {
@@ -111,6 +130,7 @@ struct variant_acc {
 	u64 runs[MAX_RUNS];
 	u64 ev[NR_MEV];
 	u64 ops;
+	int64_t part[MAX_RUNS][NR_PART];	/* x10000: each run's parts, per op */
 };
 
 static struct profile P;
@@ -132,6 +152,7 @@ static const char *const gpr_names[16] = {
 };
 /* the round being collected and the runs per variant */
 static u64 round_sum, round_n, round_ev[NR_MEV], round_ops;
+static int64_t round_part[NR_PART];	/* x10000 */
 static struct variant_acc variants[MAX_VARIANTS];
 
 /* ---- output ---- */
@@ -273,6 +294,8 @@ static void tb_exec_cb(unsigned vi, void *ud)
 	struct vcpu *v = &vcpus[vi];
 	v->insns += c->insns;
 	v->pen += c->pen;
+	v->ev[EV_INSNS] += c->insns;
+	v->ev[EV_CYC_PEN] += c->pen;
 	for (u32 m = c->evmask; m; m &= m - 1) {
 		int e = __builtin_ctz(m);
 		v->ev[e] += c->ev[e];
@@ -295,6 +318,25 @@ static void events_of(unsigned vi, u64 ev[NR_MEV], const struct tb_counts *tail)
 {
 	for (int e = 0; e < NR_MEV; e++)
 		ev[e] = vcpus[vi].ev[e] - (tail ? tail->ev[e] : 0);
+	if (tail) {
+		ev[EV_INSNS] -= tail->insns;
+		ev[EV_CYC_PEN] -= tail->pen;
+	}
+}
+
+/* The clock's parts (x100), less the rest of the running block (tail). */
+static void parts_of(unsigned vi, int64_t p[NR_PART], const struct tb_counts *tail)
+{
+	u64 ev[NR_MEV];
+	events_of(vi, ev, tail);
+	p[PT_INSNS] = (int64_t)(ev[EV_INSNS] * P.base_cpi_x100);
+	p[PT_PEN] = (int64_t)ev[EV_CYC_PEN] * 100;
+	p[PT_CACHE] = (int64_t)ev[EV_CYC_CACHE] * 100;
+	p[PT_TLB] = (int64_t)ev[EV_CYC_TLB] * 100;
+	p[PT_REP] = (int64_t)ev[EV_CYC_REP] * 100;
+	p[PT_IO] = (int64_t)ev[EV_CYC_IO] * 100;
+	p[PT_WAIT] = vcpus[vi].part_wait;
+	p[PT_IPI] = vcpus[vi].part_ipi;
 }
 
 /* ---- memory accesses ---- */
@@ -472,10 +514,17 @@ static inline u64 eff_clock(unsigned vi)
 	return v->waiting ? v->wait_clock : clock_of(vi, NULL);
 }
 
-/* Sets the clock (x100) to t from now on, through the correction term. */
-static void clock_set(unsigned vi, u64 t)
+/* Sets the clock (x100) to t from now on, through the correction term, and books what
+ * the clock's other parts do not explain (a wait puts the events back to its start) in
+ * *part: the vCPU's part_wait or part_ipi. */
+static void clock_set(unsigned vi, u64 t, int64_t *part)
 {
 	vcpus[vi].adj += (int64_t)t - (int64_t)clock_of(vi, NULL);
+	int64_t p[NR_PART], sum = 0;
+	parts_of(vi, p, NULL);
+	for (int k = 0; k < NR_PART; k++)
+		sum += p[k];
+	*part += (int64_t)t - sum;
 }
 
 /* Ends a wait, first step: the events go back to their values at the wait's start (the
@@ -493,7 +542,7 @@ static void wake_to(unsigned vi, u64 t, u64 cost)
 	u64 c = (t > v->wait_clock ? t : v->wait_clock) + cost * 100;
 	v->ev[EV_WAIT]++;
 	v->ev[EV_WAIT_CYCLES] += (c - v->wait_clock) / 100;
-	clock_set(vi, c);
+	clock_set(vi, c, &v->part_wait);
 }
 
 /* The running CPU takes the interrupt of an IPI sent to it: the handler cannot start
@@ -507,14 +556,44 @@ static void take_ipi(unsigned vi)
 	if (v->waiting) {
 		wait_events_back(v);
 		now = v->wait_clock;
-		clock_set(vi, now);
+		clock_set(vi, now, &v->part_wait);
 	} else {
 		now = clock_of(vi, NULL);
 	}
 	if (v->ipi_at > now) {
 		v->ev[EV_IPI_WAIT_CYCLES] += (v->ipi_at - now) / 100;
-		clock_set(vi, v->ipi_at);
+		clock_set(vi, v->ipi_at, &v->part_ipi);
 	}
+}
+
+/* Drops every other CPU's copy of the line (a store or an atomic takes it). Returns true
+ * if another CPU's L1d or L2 held one. */
+static bool inval_others(struct vcpu *v, unsigned vi, u64 line, struct dent *d)
+{
+	bool shared = false;
+	/* no other CPU ran since this CPU's last store to the same line: nobody can have it */
+	if (line != v->inval_line || switches != v->inval_epoch) {
+		v->inval_line = line;
+		v->inval_epoch = switches;
+		/* only the CPUs the entry names can hold a copy: the others would find none */
+		for (u32 m = d->sharers; m; m &= m - 1) {
+			for (unsigned k = (unsigned)__builtin_ctz(m); k < max_vcpus; k += 32) {
+				struct vcpu *w = &vcpus[k];
+				if (k == vi || !w->live)
+					continue;
+				bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
+				if (a || b || w->last_line == line) {
+					shared = true;
+					v->ev[EV_COH_INVAL]++;
+					if (w->last_line == line)
+						w->last_line = ~0ull;
+				}
+			}
+		}
+		d->sharers = 0;	/* every other copy is gone */
+	}
+	d->sharers |= sharer_bit(vi);
+	return shared;
 }
 
 /* The cache part of one access with several vCPUs: MESI-like through the directory. A
@@ -528,6 +607,8 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 		if (!v->waiting) {
 			v->ld_clock = clock_of(vi, NULL);
 			v->ld_seq = store_seq;
+			for (int k = 0; k < NR_PEV; k++)
+				v->ld_pev[k] = v->ev[part_ev[k]];
 		}
 		if (line == v->last_line)
 			return P.l1d_lat;
@@ -555,7 +636,7 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 			u64 t = d->wclock + cost * 100;
 			v->ev[EV_WAIT]++;
 			v->ev[EV_WAIT_CYCLES] += (t - clock_of(vi, NULL)) / 100;
-			clock_set(vi, t);
+			clock_set(vi, t, &v->part_wait);
 			return 0;
 		}
 		if (!wake)
@@ -566,29 +647,7 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 	struct dent *d = dir_get(line, true);
 	unsigned o = d->owner ? d->owner - 1u : vi;
 	bool remote_m = o != vi && holds(o, line);
-	bool shared = false;
-	/* no other CPU ran since this CPU's last store to the same line: nobody can have it */
-	if (line != v->inval_line || switches != v->inval_epoch) {
-		v->inval_line = line;
-		v->inval_epoch = switches;
-		/* only the CPUs the entry names can hold a copy: the others would find none */
-		for (u32 m = d->sharers; m; m &= m - 1) {
-			for (unsigned k = (unsigned)__builtin_ctz(m); k < max_vcpus; k += 32) {
-				struct vcpu *w = &vcpus[k];
-				if (k == vi || !w->live)
-					continue;
-				bool a = cache_invalidate(&w->l1, line), b = cache_invalidate(&w->l2, line);
-				if (a || b || w->last_line == line) {
-					shared = true;
-					v->ev[EV_COH_INVAL]++;
-					if (w->last_line == line)
-						w->last_line = ~0ull;
-				}
-			}
-		}
-		d->sharers = 0;	/* every other copy is gone */
-	}
-	d->sharers |= sharer_bit(vi);
+	bool shared = inval_others(v, vi, line, d);
 	if (v->waiting && (remote_m || shared)) {
 		/* a store to a line other CPUs hold: the CPU has stopped spinning */
 		wait_events_back(v);
@@ -638,7 +697,7 @@ static void wait_abandon(unsigned vi)
 	if (!v->waiting)
 		return;
 	wait_events_back(v);
-	clock_set(vi, v->wait_clock);
+	clock_set(vi, v->wait_clock, &v->part_wait);
 }
 
 /* PAUSE (multi): the CPU spins. Its wait starts at its last load before the pause (the
@@ -657,6 +716,9 @@ static void pause_cb(unsigned vi, void *ud)
 	v->wait_clock = now - v->ld_clock <= 2000 * 100 ? v->ld_clock : now;
 	v->wait_seq = v->ld_seq;
 	memcpy(v->wait_ev, v->ev, sizeof(v->ev));
+	if (v->wait_clock == v->ld_clock)	/* the clock's parts as they were at that load */
+		for (int k = 0; k < NR_PEV; k++)
+			v->wait_ev[part_ev[k]] = v->ld_pev[k];
 }
 
 static void hlt_cb(unsigned vi, void *ud)
@@ -752,6 +814,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 	u64 pa = ~0ull;
 	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
+		v->ev[EV_CYC_IO] += P.mem_lat;
 		v->cyc += P.mem_lat;
 		/* xAPIC: a store to ICR high (0xfee00310) holds the destination, one to ICR low
 		 * (0xfee00300) sends; LDR (0xd0) and DFR (0xe0) say who a logical one reaches */
@@ -794,6 +857,7 @@ static void rep_exec_cb(unsigned vi, void *ud)
 		v->rep_insn = ud;
 		v->rep_mark = n;
 		v->rep_execs++;
+		v->ev[EV_INSNS]++;
 		rep_filter_reset(&v->rep);
 	}
 }
@@ -808,6 +872,7 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 	u64 pa;
 	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
+		v->ev[EV_CYC_IO] += P.mem_lat;
 		v->cyc += P.mem_lat;
 		return;
 	}
@@ -971,6 +1036,22 @@ static void stats_and_print(const char *key, unsigned vidx)
 		len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu.%04llu", ev_names[e],
 				(unsigned long long)(x / 10000), (unsigned long long)(x % 10000));
 	}
+	/* the parts of the median run (of the two middle runs' mean when n is even), so that
+	 * they add up to the median */
+	unsigned idx[MAX_RUNS];
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = i;
+		for (; j > 0 && va->runs[idx[j - 1]] > va->runs[i]; j--)
+			idx[j] = idx[j - 1];
+		idx[j] = i;
+	}
+	for (int k = 0; k < NR_PART && len < (int)sizeof(line) - 64; k++) {
+		int64_t x = n & 1 ? va->part[idx[n / 2]][k]
+				  : (va->part[idx[n / 2 - 1]][k] + va->part[idx[n / 2]][k]) / 2;
+		u64 a = (u64)(x < 0 ? -x : x);
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " part.%s=%s%llu.%04llu", part_names[k],
+				x < 0 ? "-" : "", (unsigned long long)(a / 10000), (unsigned long long)(a % 10000));
+	}
 	out_line("%s", line);
 	len = snprintf(line, sizeof(line), "BAREMM-SAMPLES %s values=", key);
 	for (unsigned r = 0; r < n && len < (int)sizeof(line) - 32; r++) {
@@ -1006,6 +1087,7 @@ static void marker_cb(unsigned vi, void *ud)
 		v->in_region = true;
 		v->r_clock = clock_of(vi, tail);
 		events_of(vi, v->r_ev, tail);
+		parts_of(vi, v->r_part, tail);
 		return;
 	case CMD_REGION_END:
 		if (!v->in_region) {
@@ -1017,6 +1099,10 @@ static void marker_cb(unsigned vi, void *ud)
 		events_of(vi, ev, tail);
 		for (int e = 0; e < NR_MEV; e++)
 			v->acc_ev[e] += ev[e] - v->r_ev[e];
+		int64_t pt[NR_PART];
+		parts_of(vi, pt, tail);
+		for (int k = 0; k < NR_PART; k++)
+			v->acc_part[k] += pt[k] - v->r_part[k];
 		return;
 	case CMD_SAMPLE: {
 		if (!read_reg(reg_gpr[7], &a0)) {
@@ -1030,6 +1116,10 @@ static void marker_cb(unsigned vi, void *ud)
 		for (int e = 0; e < NR_MEV; e++) {
 			round_ev[e] += v->acc_ev[e];
 			v->acc_ev[e] = 0;
+		}
+		for (int k = 0; k < NR_PART; k++) {
+			round_part[k] += v->acc_part[k] * 100 / (int64_t)ops;	/* per op, x10000 */
+			v->acc_part[k] = 0;
 		}
 		v->acc_clock = 0;
 		return;
@@ -1046,14 +1136,18 @@ static void marker_cb(unsigned vi, void *ud)
 				 (unsigned long long)a0);
 		} else if (!a1) {
 			struct variant_acc *va = &variants[a0];
-			if (va->nruns < MAX_RUNS)
+			if (va->nruns < MAX_RUNS) {
+				for (int k = 0; k < NR_PART; k++)
+					va->part[va->nruns][k] = round_part[k] / (int64_t)round_n;
 				va->runs[va->nruns++] = round_sum / round_n;
+			}
 			va->ops += round_ops;
 			for (int e = 0; e < NR_MEV; e++)
 				va->ev[e] += round_ev[e];
 		}
 		round_sum = round_n = round_ops = 0;
 		memset(round_ev, 0, sizeof(round_ev));
+		memset(round_part, 0, sizeof(round_part));
 		return;
 	case CMD_FIGURE: {
 		if (!read_reg(reg_gpr[7], &a0) || !read_reg(reg_gpr[6], &a1) || !read_reg(reg_gpr[2], &a2)) {

@@ -14,8 +14,26 @@ IPI_EV = dict(ipi_sent=1.0, iret=1.0, c2c_transfer=4.0, rfo_inval=3.0, mem_acces
 
 
 def fig(bench, median, insns, **ev):
-    return {"bench": bench, "unit": "model_cycles", "median": median, "instructions": insns,
+    return {"bench": bench, "metric": "roundtrip", "variant": "default", "unit": "model_cycles",
+            "median": median, "instructions": insns,
             "events": {"model_" + k: v for k, v in ev.items()}}
+
+
+PART_NAMES = ("insns", "penalties", "cache", "tlb", "rep", "io", "wait", "ipi")
+
+
+def with_parts(results):
+    """Synthetic figures with a breakdown that adds up (all in one part), for the checks
+    that are not about the breakdown."""
+    for r in results:
+        if "extra" not in r:
+            r["extra"] = {"part." + n: "0.0000" for n in PART_NAMES}
+            r["extra"]["part.wait"] = "%.4f" % r["median"]
+    return results
+
+
+def check(results, profile, apic="x2apic"):
+    return mc.check(with_parts(results), profile, apic)
 
 
 class ModelCheckSmpTest(unittest.TestCase):
@@ -31,27 +49,27 @@ class ModelCheckSmpTest(unittest.TestCase):
             self.assertIn(k, self.p)
 
     def test_pass(self):
-        self.assertEqual(mc.check(self.good(), self.p), [])
+        self.assertEqual(check(self.good(), self.p), [])
 
     def test_pingpong_without_transfers_fails(self):
         r = self.good()
         r[0]["median"] = 40.0     # only the instructions: no transfer priced
         r[0]["events"]["model_c2c_transfer"] = 0.0
-        f = mc.check(r, self.p)
+        f = check(r, self.p)
         self.assertEqual(len(f), 2)
         self.assertTrue(all(x.startswith("modelsmp.line_pingpong") for x in f))
 
     def test_ipi_latency_not_charged_fails(self):
         r = self.good()
         r[1]["median"] = 4327.4   # 2 x ipi_latency less
-        f = mc.check(r, self.p)
+        f = check(r, self.p)
         self.assertEqual(len(f), 1)
         self.assertIn("modelsmp.ipi_roundtrip", f[0])
 
     def test_ipi_charged_twice_fails(self):
         r = self.good()
         r[1]["median"] = 12327.4
-        self.assertEqual(len(mc.check(r, self.p)), 1)
+        self.assertEqual(len(check(r, self.p)), 1)
 
     def test_expected_is_the_priced_path(self):
         # 2 x 2000 + 1000 + 7 x 125 + 6 x 77 + 3 x 150 + 2 x 18 + 152.005 x 4 + 564.05
@@ -68,11 +86,24 @@ class ModelCheckSmpTest(unittest.TestCase):
         for median in (exp * (1 - mc.IPI_TOL_LO) - 1, exp * (1 + mc.IPI_TOL_HI) + 1,
                        8327.4 - self.p["irq_roundtrip"], 8327.4 + self.p["irq_roundtrip"]):
             r[1]["median"] = median
-            self.assertEqual(len(mc.check(r, self.p)), 1, median)
+            r[1].pop("extra", None)     # parts that add up to the new median
+            self.assertEqual(len(check(r, self.p)), 1, median)
+
+    def test_parts_must_add_up(self):
+        r = self.good()
+        self.assertEqual(mc.check_parts(with_parts(r)), [])
+        r[0]["extra"]["part.wait"] = "%.4f" % (277.05 * 0.996)        # -0.4 %: rounding
+        self.assertEqual(mc.check_parts(r), [])
+        r[0]["extra"]["part.wait"] = "%.4f" % (277.05 * 0.99)         # -1 %: a part left out
+        f = mc.check_parts(r)
+        self.assertEqual(len(f), 1)
+        self.assertTrue(f[0].startswith("parts: modelsmp.line_pingpong"), f)
+        del r[1]["extra"]
+        self.assertEqual(len(mc.check_parts(r)), 2)
 
     def test_xapic_needs_mmio(self):
         x = fig("modelsmp.ipi_roundtrip", 9432.36, 546.05, **IPI_EV)   # io 0: an x2APIC boot
-        f = mc.check([x], self.p, "xapic")
+        f = check([x], self.p, "xapic")
         self.assertTrue(any("not an xAPIC boot" in m for m in f), f)
 
 
@@ -98,15 +129,16 @@ class RecordedLogTest(unittest.TestCase):
 
     def test_perturbed_x2apic_log_fails(self):
         # the model's round trip without one IPI latency (2000 cycles less)
-        r = self.load("modelsmp_skylake_x2apic.log", ("median=8327.36", "median=6327.36"))
+        r = self.load("modelsmp_skylake_x2apic.log", ("median=8327.40", "median=6327.40"))
         f = mc.check(r, self.p)
-        self.assertEqual(len(f), 1)
-        self.assertTrue(f[0].startswith("modelsmp.ipi_roundtrip:"), f)
+        self.assertEqual(len(f), 2)     # its known answer, and its parts no longer add up
+        self.assertTrue(f[0].startswith("parts: modelsmp.ipi_roundtrip"), f)
+        self.assertTrue(f[1].startswith("modelsmp.ipi_roundtrip:"), f)
 
     def test_perturbed_xapic_log_fails(self):
         # xAPIC IPIs not delivered at send + ipi_latency: both latencies missing, no IPI seen
-        r = self.load("modelsmp_skylake_xapic.log", ("median=9432.36", "median=5432.36"))
-        self.assertEqual(len(mc.check(r, self.p, "xapic")), 1)
+        r = self.load("modelsmp_skylake_xapic.log", ("median=9432.40", "median=5432.40"))
+        self.assertEqual(len(mc.check(r, self.p, "xapic")), 2)      # + its parts
         r = self.load("modelsmp_skylake_xapic.log",
                       ("ev.model_ipi_sent=1.0000", "ev.model_ipi_sent=0.0000"))
         self.assertEqual(len(mc.check(r, self.p, "xapic")), 1)
@@ -121,6 +153,7 @@ class RecordedLogTest(unittest.TestCase):
         self.assertEqual(mc.check(self.load("ipi_calls_skylake.log"), self.p, "calls"), [])
 
     def test_calls_apart_fail(self):
+        # (check_calls alone: the perturbed medians also break their parts)
         # the figures causal=off gave (3814.10 / 3999.22): the caller read the remote's
         # store early, and the two callers' own paths showed
         r = self.load("ipi_calls_skylake.log", ("median=4500.76", "median=3814.10"))
@@ -128,12 +161,12 @@ class RecordedLogTest(unittest.TestCase):
         for x in r:
             if x["bench"] == "ipi.call_all" and x["unit"] == "model_cycles":
                 x["median"] = 3999.22
-        f = mc.check(r, self.p, "calls")
+        f = mc.check_calls(r)
         self.assertEqual(len(f), 1)
         self.assertTrue(f[0].startswith("ipi.calls:"), f)
         # within 1 %: passes
         r = self.load("ipi_calls_skylake.log", ("median=4500.76", "median=4460.00"))
-        self.assertEqual(mc.check(r, self.p, "calls"), [])
+        self.assertEqual(mc.check_calls(r), [])
 
 
 if __name__ == "__main__":

@@ -169,7 +169,7 @@ def check_walk_cases(results):
 def check(results, prof):
     """Every failure as a line of text (empty: the model shows the profile)."""
     return (check_pointer_chase(results, prof) + check_tlb_reach(results, prof)
-            + check_walk_cases(results))
+            + check_walk_cases(results) + modelcheck_smp.check_parts(results))
 
 
 def run(profiles, out=sys.stdout, no_build=False, keep=None):

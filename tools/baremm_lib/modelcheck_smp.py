@@ -49,7 +49,7 @@ Use:
 """
 import os
 
-from . import runner
+from . import runner, verdict
 
 PINGPONG_TOL = 0.15     # |measured - expected| / expected
 IPI_TOL_LO = 0.03       # expected x (1 - IPI_TOL_LO) <= measured <= expected x (1 + IPI_TOL_HI)
@@ -139,17 +139,35 @@ def check_calls(results):
     return []
 
 
+def check_parts(results):
+    """Failures of the breakdown: every model figure carries its parts (part.*, the
+    median run's cycles per op) and they add up to its median within verdict.PARTS_TOL."""
+    fails = []
+    for r in results:
+        if r.get("unit") != "model_cycles":
+            continue
+        m = verdict.parts_mismatch(r)
+        name = "%s.%s [%s]" % (r["bench"], r["metric"], r.get("variant"))
+        if m is None:
+            fails.append("parts: %s carries no part.* fields" % name)
+        elif abs(m) > verdict.PARTS_TOL:
+            fails.append("parts: %s: the parts add up to %.2f, the median is %.2f (%+.2f%%, "
+                         "tolerance %.1f%%)" % (name, r["median"] * (1 + m), r["median"],
+                                                m * 100, verdict.PARTS_TOL * 100))
+    return fails
+
+
 def check(results, profile, apic="x2apic"):
     """results: parse_log(...)["results"] of a model boot of bench=modelsmp.* at -smp 2
     (apic: the boot's APIC mode; xapic boots run only modelsmp.ipi_roundtrip; "calls": a
     bench=ipi.* boot, check_calls); profile: load_profile(). Returns a list of failure
     messages (empty = all passed)."""
-    fails = []
+    fails = check_parts(results)
     cpi = float(profile["base_cpi"])
     if apic == "calls":
-        return check_calls(results)
+        return fails + check_calls(results)
     if apic != "x2apic":
-        return check_ipi(_find(results, "modelsmp.ipi_roundtrip"), profile, apic)
+        return fails + check_ipi(_find(results, "modelsmp.ipi_roundtrip"), profile, apic)
 
     r = _find(results, "modelsmp.line_pingpong")
     if r is None:
@@ -184,9 +202,10 @@ def run(profile, outdir, timeout=900):
     all_fails = []
     prof = load_profile(profile)
     for apic, cpu, cmdline, benches in (
-            ("x2apic", "max", CMDLINE, ("modelsmp.line_pingpong", "modelsmp.ipi_roundtrip:")),
-            ("xapic", "qemu64", CMDLINE_XAPIC, ("modelsmp.ipi_roundtrip (xAPIC)",)),
-            ("calls", "max", CMDLINE_CALLS, ("ipi.calls",))):
+            ("x2apic", "max", CMDLINE, ("modelsmp.line_pingpong", "modelsmp.ipi_roundtrip:",
+                                        "parts:")),
+            ("xapic", "qemu64", CMDLINE_XAPIC, ("modelsmp.ipi_roundtrip (xAPIC)", "parts:")),
+            ("calls", "max", CMDLINE_CALLS, ("ipi.calls", "parts:"))):
         d = os.path.join(outdir, apic)
         os.makedirs(d, exist_ok=True)
         cfg = {"cmdline": cmdline, "smp": 2, "mem": "512M", "cpu": cpu, "firmware": "bios",
