@@ -298,6 +298,11 @@ DEFINE_BENCH(model_cr3_global) {
  *                            CPU. Under the model: per round trip two core-to-core
  *                            transfers (each CPU's load of the line the other stored) and
  *                            two RFOs (each store invalidates the other's shared copy).
+ *   modelsmp.xadd_pingpong   the same hand-off by `lock xadd` alone: each CPU spins
+ *                            (pause) on an atomic read of a counter (xadd 0) until it
+ *                            holds its turn, then adds 1. Each hand-off is an atomic on a
+ *                            line the other CPU holds modified: under the model one
+ *                            transfer (a read for ownership), so a round trip is two.
  *   modelsmp.ipi_roundtrip   CPU 0 sends CPU 1 (halted, idle) an asynchronous call whose
  *                            function sends an asynchronous call back to CPU 0, which
  *                            halts until its own handler has run it. One op = one round
@@ -347,6 +352,51 @@ DEFINE_BENCH(modelsmp_line_pingpong) {
 	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .parallel = true,
 	.metric = "roundtrip",
 	.setup = pp_setup, .run = pp_body,
+};
+
+static u64 xa_line[8] __aligned(64);
+static u64 xa_calls[2];
+
+static inline u64 xadd_u64(u64 *p, u64 v)
+{
+	asm volatile("lock xaddq %0, %1" : "+r"(v), "+m"(*p) : : "memory");
+	return v;
+}
+
+static int xa_setup(struct bench_ctx *ctx)
+{
+	(void)ctx;
+	WRITE_ONCE(xa_line[0], 0);
+	xa_calls[0] = xa_calls[1] = 0;
+	return 0;
+}
+
+static void xa_body(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	unsigned me = smp_processor_id();
+	if (me > 1) {
+		s->cycles = 0;
+		s->ops = 0;
+		return;
+	}
+	u64 base = xa_calls[me]++ * 2 * ctx->iters;
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++) {
+		u64 turn = base + 2 * i + me;	/* CPU 0 moves the counter from even values */
+		while (xadd_u64(&xa_line[0], 0) != turn)
+			cpu_relax();
+		xadd_u64(&xa_line[0], 1);
+	}
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(modelsmp_xadd_pingpong) {
+	.name = "modelsmp.xadd_pingpong",
+	.desc = "two CPUs hand a counter back and forth by lock xadd (spin on xadd 0, then add 1): one op = one round trip",
+	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .parallel = true,
+	.metric = "roundtrip",
+	.setup = xa_setup, .run = xa_body,
 };
 
 static volatile u64 ipi_rt_done;

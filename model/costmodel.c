@@ -341,7 +341,7 @@ static void parts_of(unsigned vi, int64_t p[NR_PART], const struct tb_counts *ta
 
 /* ---- memory accesses ---- */
 
-static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access);
+static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access, bool rmw);
 
 /* A page walk from CR3; its loads go through this CPU's caches. */
 static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, bool *ok)
@@ -366,7 +366,7 @@ static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, 
 			cost += (u64)level * P.mem_lat;
 			break;
 		}
-		cost += data_line(v, vi, pa >> LINE_SHIFT, false, false);
+		cost += data_line(v, vi, pa >> LINE_SHIFT, false, false, false);
 		if (!(e & 1))
 			break;	/* not present: the access faulted, nothing to install */
 		if (level == 1 || (level <= 3 && (e & 0x80))) {
@@ -596,6 +596,60 @@ static bool inval_others(struct vcpu *v, unsigned vi, u64 line, struct dent *d)
 	return shared;
 }
 
+/* The load half of an atomic (lock prefix, xchg): a read for ownership. It takes the line
+ * exclusive in one transaction: a line another CPU holds modified costs one transfer, a
+ * line others share an RFO, and every other copy is gone, so the store half that follows
+ * is an L1 hit. Otherwise a load: it ends a wait and reads causally like one. */
+static u64 rmw_load_multi(struct vcpu *v, unsigned vi, u64 line)
+{
+	if (!v->waiting) {
+		v->ld_clock = clock_of(vi, NULL);
+		v->ld_seq = store_seq;
+		for (int k = 0; k < NR_PEV; k++)
+			v->ld_pev[k] = v->ev[part_ev[k]];
+	}
+	struct dent *d = dir_get(line, true);
+	unsigned o = d->owner ? d->owner - 1u : vi;
+	bool remote_m = o != vi && holds(o, line);
+	bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
+	bool shared = inval_others(v, vi, line, d);
+	if (wake)
+		wait_events_back(v);
+	u64 cost;
+	if (line == v->last_line) {
+		cost = P.l1d_lat;
+	} else {
+		int lvl = hier_access(&v->h, line);
+		v->last_line = line;
+		cost = level_lat(v, lvl);
+	}
+	if (remote_m) {
+		cost = c2c_price(v, vi, o);
+	} else if (shared) {
+		v->ev[EV_RFO_INVAL]++;
+		if (cost < P.llc_lat)
+			cost = P.llc_lat;
+	}
+	d->owner = (u16)(vi + 1);	/* exclusive now; the store half makes it modified */
+	if (wake) {
+		wake_to(vi, d->wclock, cost);
+		return 0;	/* the transfer is in the clock already */
+	}
+	if (v->waiting && (remote_m || shared)) {
+		/* an atomic on a line other CPUs hold: the CPU has stopped spinning */
+		wait_events_back(v);
+		wake_to(vi, 0, 0);
+	} else if (causal && !v->waiting && remote_m && d->wclock > eff_clock(vi)) {
+		/* a store from this CPU's future, as in data_line_multi */
+		u64 t = d->wclock + cost * 100;
+		v->ev[EV_WAIT]++;
+		v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
+		clock_set(vi, t, &v->part_wait);
+		return 0;
+	}
+	return cost;
+}
+
 /* The cache part of one access with several vCPUs: MESI-like through the directory. A
  * load of a line another CPU holds modified pays a core-to-core transfer and leaves the
  * line shared; a store invalidates the other copies, paying the transfer when another
@@ -675,13 +729,14 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 	return cost;
 }
 
-/* The cache part of one access; with one vCPU just the hierarchy. Returns cycles. */
-static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access)
+/* The cache part of one access (rmw: the load half of an atomic); with one vCPU just the
+ * hierarchy. Returns cycles. */
+static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access, bool rmw)
 {
 	if (count_access)
 		v->ev[EV_MEM_ACCESS]++;
 	if (multi)
-		return data_line_multi(v, vi, line, store);
+		return rmw && !store ? rmw_load_multi(v, vi, line) : data_line_multi(v, vi, line, store);
 	if (line == v->last_line)
 		return P.l1d_lat;
 	int lvl = hier_access(&v->h, line);
@@ -806,9 +861,9 @@ static inline bool phys_of(struct vcpu *v, qemu_plugin_meminfo_t info, u64 va, u
 	return !io;
 }
 
+/* ud: non-NULL for an atomic instruction's accesses */
 static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
-	(void)ud;
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 pa = ~0ull;
@@ -839,7 +894,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		return;
 	}
 	u64 t = translate(v, vi, va);
-	u64 d = data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
+	u64 d = data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true, ud != NULL);
 	v->ev[EV_CYC_TLB] += t;
 	v->ev[EV_CYC_CACHE] += d;
 	v->cyc += t + d;
@@ -881,7 +936,7 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 		return;
 	v->ev[EV_REP_LINES]++;
 	u64 t = translate(v, vi, va);
-	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true);
+	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true, false);
 	u64 r = P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
 	v->ev[EV_CYC_TLB] += t;
 	v->ev[EV_CYC_REP] += r;
@@ -1241,7 +1296,9 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			continue;
 		}
 		c->insns = 1;
-		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+		static char atomic_tag;	/* mem_cb's userdata for an atomic's accesses */
+		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
+						 info->kind == INSN_ATOMIC ? &atomic_tag : NULL);
 		switch (info->kind) {
 		case INSN_MARKER:
 			any_marker = true;

@@ -36,13 +36,23 @@ def check(results, profile, apic="x2apic"):
     return mc.check(with_parts(results), profile, apic)
 
 
+def xadd(median):
+    """modelsmp.xadd_pingpong as skylake-sp gives it: per CPU and op 10.125 instructions,
+    36.33 cycles of penalties (two atomics), 6 accesses."""
+    r = fig("modelsmp.xadd_pingpong", median, 40.0, c2c_transfer=1.0, mem_access=6.0)
+    r["extra"] = {"part." + n: "0.0000" for n in PART_NAMES}
+    r["extra"].update({"part.insns": "10.1250", "part.penalties": "36.3300",
+                       "part.wait": "%.4f" % (median - 46.455)})
+    return r
+
+
 class ModelCheckSmpTest(unittest.TestCase):
     def setUp(self):
         self.p = mc.load_profile("skylake-sp")   # c2c 125, ipi 2000, irq 1000, cpi 1.00
 
     def good(self):
         return [fig("modelsmp.line_pingpong", 277.05, 34.4, c2c_transfer=1.0),
-                fig("modelsmp.ipi_roundtrip", 8327.4, 564.05, **IPI_EV)]
+                fig("modelsmp.ipi_roundtrip", 8327.4, 564.05, **IPI_EV), xadd(381.50)]
 
     def test_profile_keys(self):
         for k in ("c2c_lat", "c2c_remote_lat", "sockets", "cores_per_socket", "ipi_latency"):
@@ -88,6 +98,21 @@ class ModelCheckSmpTest(unittest.TestCase):
             r[1]["median"] = median
             r[1].pop("extra", None)     # parts that add up to the new median
             self.assertEqual(len(check(r, self.p)), 1, median)
+
+    def test_xadd_expected(self):
+        # 2 x 125 + 2 x (10.125 + 36.33 + 6 x 4)
+        self.assertAlmostEqual(mc.xadd_expected(xadd(381.50), self.p), 390.91, places=2)
+
+    def test_xadd_transfer_then_rfo_fails(self):
+        # the model before the read for ownership: each hand-off a transfer and an RFO
+        r = self.good()
+        r[2] = xadd(527.13)
+        f = check(r, self.p)
+        self.assertEqual(len(f), 1, f)
+        self.assertTrue(f[0].startswith("modelsmp.xadd_pingpong:"), f)
+        r[2] = xadd(381.50)
+        r[2]["events"]["model_c2c_transfer"] = 0.5
+        self.assertEqual(len(check(r, self.p)), 1)
 
     def test_parts_must_add_up(self):
         r = self.good()
@@ -145,7 +170,7 @@ class RecordedLogTest(unittest.TestCase):
 
     def test_missing_figures(self):
         f = mc.check([], self.p)
-        self.assertEqual(len(f), 2)
+        self.assertEqual(len(f), 3)
         self.assertEqual(len(mc.check([], self.p, "calls")), 1)
 
     def test_recorded_calls_pass(self):

@@ -8,6 +8,15 @@ figures with what the profile says they must be:
                            instructions x base_cpi (the guest's instruction count per op),
                            within PINGPONG_TOL; and 1.0 transfer per op on each CPU
                            (ev.model_c2c_transfer, summed over both CPUs / both CPUs' ops).
+  modelsmp.xadd_pingpong   the same round trip by lock xadd alone (spin on xadd 0, then
+                           add 1): each hand-off is an atomic on a line the other CPU
+                           holds modified, one transfer (a read for ownership, no RFO
+                           after it). Expected 2 x c2c_lat + the round trip's own work,
+                           twice one CPU's per op: its instructions and fixed penalties
+                           (part.insns, part.penalties: the two atomics) and its accesses
+                           (ev.model_mem_access) as L1 hits; within PINGPONG_TOL, and 1.0
+                           transfer per op on each CPU. A model that charges the atomic
+                           a transfer and then an RFO is ~2 x llc_lat over (+35 %).
   modelsmp.ipi_roundtrip   CPU 0 -> CPU 1 -> CPU 0 by two asynchronous calls, booted
                            twice: x2APIC (-cpu max, ICR = wrmsr) and xAPIC (-cpu qemu64,
                            ICR = MMIO stores, the plugin's other IPI path). Expected, the
@@ -157,6 +166,44 @@ def check_parts(results):
     return fails
 
 
+def xadd_expected(r, profile):
+    """The expected round trip of modelsmp.xadd_pingpong (module docstring); None when the
+    figure lacks its parts or access count."""
+    extra = r.get("extra") or {}
+    try:
+        own = float(extra["part.insns"]) + float(extra["part.penalties"])
+    except (KeyError, ValueError):
+        return None
+    acc = _ev(r, "model_mem_access")
+    if acc is None:
+        return None
+    return 2 * profile["c2c_lat"] + 2 * (own + acc * profile["l1d_lat"])
+
+
+def check_xadd(r, profile):
+    """Failures of one modelsmp.xadd_pingpong figure (None: missing)."""
+    if r is None:
+        return ["modelsmp.xadd_pingpong: no model figure"]
+    fails = []
+    exp = xadd_expected(r, profile)
+    if exp is None:
+        fails.append("modelsmp.xadd_pingpong: the figure lacks its parts or its access count")
+    else:
+        dev = (r["median"] - exp) / exp
+        if abs(dev) > PINGPONG_TOL:
+            fails.append("modelsmp.xadd_pingpong: %.2f model cycles per round trip, expected "
+                         "2 x c2c_lat (%d) + twice one CPU's instructions, penalties and L1 "
+                         "hits = %.2f (%+.1f%%, tolerance %.0f%%): an atomic on a line "
+                         "another CPU holds modified is one transfer"
+                         % (r["median"], profile["c2c_lat"], exp, dev * 100,
+                            PINGPONG_TOL * 100))
+    x = _ev(r, "model_c2c_transfer")
+    if x is None or abs(x - 1.0) > EVENT_TOL:
+        fails.append("modelsmp.xadd_pingpong: ev.model_c2c_transfer=%s per op on each CPU, "
+                     "expected 1.0 (two per round trip)" % x)
+    return fails
+
+
 def check(results, profile, apic="x2apic"):
     """results: parse_log(...)["results"] of a model boot of bench=modelsmp.* at -smp 2
     (apic: the boot's APIC mode; xapic boots run only modelsmp.ipi_roundtrip; "calls": a
@@ -189,6 +236,7 @@ def check(results, profile, apic="x2apic"):
             fails.append("modelsmp.line_pingpong: ev.model_c2c_transfer=%s per op on each CPU, "
                          "expected 1.0 (two per round trip)" % x)
 
+    fails += check_xadd(_find(results, "modelsmp.xadd_pingpong"), profile)
     fails += check_ipi(_find(results, "modelsmp.ipi_roundtrip"), profile)
     return fails
 
@@ -197,13 +245,13 @@ def run(profile, outdir, timeout=900):
     """Boots bench=modelsmp.* at -smp 2 under the profile with an x2APIC CPU,
     modelsmp.ipi_roundtrip with an xAPIC one and bench=ipi.* with an x2APIC one (three
     QEMUs, ~10-40 s each), and checks them. Returns (passed, failed, failure messages);
-    passed/failed count the four checks (a failed boot fails its checks)."""
+    passed/failed count the checks (a failed boot fails its checks)."""
     passed = failed = 0
     all_fails = []
     prof = load_profile(profile)
     for apic, cpu, cmdline, benches in (
-            ("x2apic", "max", CMDLINE, ("modelsmp.line_pingpong", "modelsmp.ipi_roundtrip:",
-                                        "parts:")),
+            ("x2apic", "max", CMDLINE, ("modelsmp.line_pingpong", "modelsmp.xadd_pingpong",
+                                        "modelsmp.ipi_roundtrip:", "parts:")),
             ("xapic", "qemu64", CMDLINE_XAPIC, ("modelsmp.ipi_roundtrip (xAPIC)", "parts:")),
             ("calls", "max", CMDLINE_CALLS, ("ipi.calls", "parts:"))):
         d = os.path.join(outdir, apic)
