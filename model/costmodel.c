@@ -38,6 +38,8 @@ enum {
 	/* the clock's other parts, counted outside struct tb_counts' mask: instructions (rep
 	 * strings once per execution), fixed penalties, MMIO cycles */
 	EV_INSNS, EV_CYC_PEN, EV_CYC_IO,
+	/* IPIs that reached a running CPU whose clock was behind send + ipi_latency (take_ipi) */
+	EV_IPI_BEHIND, EV_IPI_BEHIND_CYCLES,
 	NR_MEV
 };
 static const char *const ev_names[NR_MEV] = {
@@ -47,6 +49,7 @@ static const char *const ev_names[NR_MEV] = {
 	"c2c_transfer", "c2c_remote", "rfo_inval", "wait", "wait_cycles", "ipi_sent", "ipi_wait_cycles",
 	"cyc_cache", "cyc_tlb", "cyc_rep",
 	"insns", "cyc_pen", "cyc_io",
+	"ipi_behind", "ipi_behind_cycles",
 };
 _Static_assert(EV_INSNS <= 32, "tb_counts.evmask has 32 bits for the events a block carries");
 
@@ -117,6 +120,8 @@ struct vcpu {
 	u32 xapic_icr_hi;	/* the last value this CPU stored to the xAPIC ICR high */
 	u32 xapic_ldr, xapic_dfr;	/* its xAPIC logical destination and destination format */
 	u64 ipi_at;		/* x100: its earliest start (send + ipi_latency) */
+	bool halted;		/* its last instruction was a HLT (cleared by its next block) */
+	u64 ipi_shift;		/* x100: until its IRET, how far behind the IPI it took it ran */
 	int64_t part_wait, part_ipi;	/* x100: PT_WAIT and PT_IPI */
 	/* timed regions */
 	bool in_region;
@@ -290,6 +295,7 @@ static void tb_exec_cb(unsigned vi, void *ud)
 		vi = r;
 		if (vcpus[vi].ipi_pending)
 			take_ipi(vi);
+		vcpus[vi].halted = false;
 	}
 	struct vcpu *v = &vcpus[vi];
 	v->insns += c->insns;
@@ -507,11 +513,12 @@ static inline bool holds(unsigned o, u64 line)
 	return w->live && (w->last_line == line || cache_contains(&w->l1, line) || cache_contains(&w->l2, line));
 }
 
-/* The clock a CPU's actions happen at: while it waits, the clock at the wait's start. */
+/* The clock other CPUs see a CPU's actions at: while it waits, the clock at the wait's
+ * start; in the handler of an IPI it took while behind, shifted to the IPI's arrival. */
 static inline u64 eff_clock(unsigned vi)
 {
 	struct vcpu *v = &vcpus[vi];
-	return v->waiting ? v->wait_clock : clock_of(vi, NULL);
+	return (v->waiting ? v->wait_clock : clock_of(vi, NULL)) + v->ipi_shift;
 }
 
 /* Sets the clock (x100) to t from now on, through the correction term, and books what
@@ -539,20 +546,25 @@ static inline void wait_events_back(struct vcpu *v)
 static void wake_to(unsigned vi, u64 t, u64 cost)
 {
 	struct vcpu *v = &vcpus[vi];
+	t = t > v->ipi_shift ? t - v->ipi_shift : 0;	/* into this CPU's own clock */
 	u64 c = (t > v->wait_clock ? t : v->wait_clock) + cost * 100;
 	v->ev[EV_WAIT]++;
 	v->ev[EV_WAIT_CYCLES] += (c - v->wait_clock) / 100;
 	clock_set(vi, c, &v->part_wait);
 }
 
-/* The running CPU takes the interrupt of an IPI sent to it: the handler cannot start
- * before the sender's ICR write + ipi_latency (a halted CPU's clock has not moved since
- * its HLT; a waiting one's stands at its wait's start). */
+/* The running CPU takes the interrupt of an IPI sent to it, which cannot start before the
+ * sender's ICR write + ipi_latency. A halted CPU (its clock has not moved since its HLT)
+ * and a waiting one (its clock stands at its wait's start) idled until then: their clocks
+ * move there. A CPU that was running did not wait: its clock stays, and until its IRET
+ * what it does is seen by the others as if it had started at the IPI's arrival
+ * (ipi_shift, in eff_clock); counted as ipi_behind. */
 static void take_ipi(unsigned vi)
 {
 	struct vcpu *v = &vcpus[vi];
 	v->ipi_pending = false;
 	u64 now;
+	bool idle = v->halted || v->waiting;
 	if (v->waiting) {
 		wait_events_back(v);
 		now = v->wait_clock;
@@ -560,9 +572,16 @@ static void take_ipi(unsigned vi)
 	} else {
 		now = clock_of(vi, NULL);
 	}
-	if (v->ipi_at > now) {
-		v->ev[EV_IPI_WAIT_CYCLES] += (v->ipi_at - now) / 100;
-		clock_set(vi, v->ipi_at, &v->part_ipi);
+	u64 seen = now + v->ipi_shift;
+	if (v->ipi_at <= seen)
+		return;
+	if (idle) {
+		v->ev[EV_IPI_WAIT_CYCLES] += (v->ipi_at - seen) / 100;
+		clock_set(vi, v->ipi_at - v->ipi_shift, &v->part_ipi);
+	} else {
+		v->ev[EV_IPI_BEHIND]++;
+		v->ev[EV_IPI_BEHIND_CYCLES] += (v->ipi_at - seen) / 100;
+		v->ipi_shift = v->ipi_at - now;
 	}
 }
 
@@ -644,7 +663,7 @@ static u64 rmw_load_multi(struct vcpu *v, unsigned vi, u64 line)
 		u64 t = d->wclock + cost * 100;
 		v->ev[EV_WAIT]++;
 		v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
-		clock_set(vi, t, &v->part_wait);
+		clock_set(vi, t - v->ipi_shift, &v->part_wait);
 		return 0;
 	}
 	return cost;
@@ -682,15 +701,15 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 		if (c2c)
 			cost = c2c_price(v, vi, o);
 		d->owner = 0;	/* shared now (the owner keeps its copy) */
-		if (causal && !wake && !v->waiting && c2c && d->wclock > clock_of(vi, NULL)) {
+		if (causal && !wake && !v->waiting && c2c && d->wclock > eff_clock(vi)) {
 			/* QEMU ran the writer first, but its store comes later in modelled time: the
 			 * load returns no earlier than that store + the transfer (counted as a wait),
 			 * as on hardware, where the reader would have spun until then. causal=off
 			 * (the model before this rule) lets the read see the future: docs/COSTMODEL.md. */
 			u64 t = d->wclock + cost * 100;
 			v->ev[EV_WAIT]++;
-			v->ev[EV_WAIT_CYCLES] += (t - clock_of(vi, NULL)) / 100;
-			clock_set(vi, t, &v->part_wait);
+			v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
+			clock_set(vi, t - v->ipi_shift, &v->part_wait);
 			return 0;
 		}
 		if (!wake)
@@ -779,7 +798,16 @@ static void pause_cb(unsigned vi, void *ud)
 static void hlt_cb(unsigned vi, void *ud)
 {
 	(void)ud;
-	wait_abandon(cur(vi));
+	vi = cur(vi);
+	wait_abandon(vi);
+	vcpus[vi].halted = true;
+}
+
+/* IRET (multi): the end of the handler of an IPI taken while behind (take_ipi). */
+static void iret_cb(unsigned vi, void *ud)
+{
+	(void)ud;
+	vcpus[cur(vi)].ipi_shift = 0;
 }
 
 /* WRMSR (multi): an x2APIC ICR write (MSR 0x830) sends an IPI; the destination's next
@@ -1319,6 +1347,8 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			break;
 		case INSN_IRET:
 			count_penalty(c, P.irq_roundtrip, EV_IRET);
+			if (multi)
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, iret_cb, QEMU_PLUGIN_CB_NO_REGS, NULL);
 			break;
 		case INSN_FENCE:
 			count_penalty(c, P.fence, EV_FENCE);
