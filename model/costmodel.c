@@ -40,6 +40,8 @@ enum {
 	EV_INSNS, EV_CYC_PEN, EV_CYC_IO,
 	/* IPIs that reached a running CPU whose clock was behind send + ipi_latency (take_ipi) */
 	EV_IPI_BEHIND, EV_IPI_BEHIND_CYCLES,
+	/* a line that only another socket's (CCD's) LLC held */
+	EV_LLC_REMOTE,
 	NR_MEV
 };
 static const char *const ev_names[NR_MEV] = {
@@ -50,6 +52,7 @@ static const char *const ev_names[NR_MEV] = {
 	"cyc_cache", "cyc_tlb", "cyc_rep",
 	"insns", "cyc_pen", "cyc_io",
 	"ipi_behind", "ipi_behind_cycles",
+	"llc_remote",
 };
 _Static_assert(EV_INSNS <= 32, "tb_counts.evmask has 32 bits for the events a block carries");
 
@@ -139,7 +142,8 @@ struct variant_acc {
 };
 
 static struct profile P;
-static struct cache llc;
+static struct cache *llcs;	/* one LLC per socket (CCD) that has vCPUs */
+static unsigned nllc;
 static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
@@ -425,6 +429,11 @@ static u64 level_lat(struct vcpu *v, int lvl)
 		v->ev[EV_L1D_MISS]++;
 		v->ev[EV_L2_MISS]++;
 		return P.llc_lat;
+	case LVL_LLC_REMOTE:	/* the same link as a transfer from a core there */
+		v->ev[EV_L1D_MISS]++;
+		v->ev[EV_L2_MISS]++;
+		v->ev[EV_LLC_REMOTE]++;
+		return P.c2c_remote_lat;
 	default:
 		v->ev[EV_L1D_MISS]++;
 		v->ev[EV_L2_MISS]++;
@@ -610,6 +619,9 @@ static bool inval_others(struct vcpu *v, unsigned vi, u64 line, struct dent *d)
 			}
 		}
 		d->sharers = 0;	/* every other copy is gone */
+		for (unsigned i = 0; i < nllc; i++)	/* other sockets' LLCs too */
+			if (&llcs[i] != v->h.llc)
+				cache_invalidate(&llcs[i], line);
 	}
 	d->sharers |= sharer_bit(vi);
 	return shared;
@@ -1457,7 +1469,7 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 		fprintf(stderr, "costmodel: out of memory for vCPU %u\n", vi);
 		abort();
 	}
-	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
+	v->h = (struct hierarchy){ &v->l1, &v->l2, &llcs[nllc > 1 ? socket_of(vi) : 0], llcs, nllc };
 	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
 	v->inval_line = ~0ull;
 	v->xapic_dfr = ~0u;	/* the xAPIC's reset value: flat model */
@@ -1567,7 +1579,14 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
 	if (multi)
 		dir = dir_alloc();
-	if (!vcpus || (multi && !dir) || cache_init(&llc, P.llc_kib, P.llc_ways)) {
+	/* an LLC per socket (CCD) with vCPUs: CPU n uses socket_of(n)'s */
+	u64 used = (max_vcpus + P.cores_per_socket - 1) / P.cores_per_socket;
+	nllc = (unsigned)(used < P.sockets ? used : P.sockets);
+	llcs = calloc(nllc, sizeof(*llcs));
+	bool llc_ok = llcs != NULL;
+	for (unsigned i = 0; llc_ok && i < nllc; i++)
+		llc_ok = !cache_init(&llcs[i], P.llc_kib, P.llc_ways);
+	if (!vcpus || (multi && !dir) || !llc_ok) {
 		fprintf(stderr, "costmodel: out of memory\n");
 		return -1;
 	}

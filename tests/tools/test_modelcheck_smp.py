@@ -46,13 +46,23 @@ def xadd(median):
     return r
 
 
+def llc(median, cpus, remote, insns=4.5):
+    """modelsmp.llc_remote at `cpus` CPUs: per load `insns` instructions, remote LLC hits."""
+    r = fig("modelsmp.llc_remote", median, 9.0, llc_remote=remote)
+    r["metric"], r["cpus"] = "load", cpus
+    r["extra"] = {"part." + n: "0.0000" for n in PART_NAMES}
+    r["extra"].update({"part.insns": "%.4f" % insns, "part.cache": "%.4f" % (median - insns)})
+    return r
+
+
 class ModelCheckSmpTest(unittest.TestCase):
     def setUp(self):
         self.p = mc.load_profile("skylake-sp")   # c2c 125, ipi 2000, irq 1000, cpi 1.00
 
     def good(self):
         return [fig("modelsmp.line_pingpong", 277.05, 34.4, c2c_transfer=1.0),
-                fig("modelsmp.ipi_roundtrip", 8327.4, 564.05, **IPI_EV), xadd(381.50)]
+                fig("modelsmp.ipi_roundtrip", 8327.4, 564.05, **IPI_EV), xadd(381.50),
+                llc(81.5, 2, 0.0)]
 
     def test_profile_keys(self):
         for k in ("c2c_lat", "c2c_remote_lat", "sockets", "cores_per_socket", "ipi_latency"):
@@ -114,6 +124,20 @@ class ModelCheckSmpTest(unittest.TestCase):
         r[2]["events"]["model_c2c_transfer"] = 0.5
         self.assertEqual(len(check(r, self.p)), 1)
 
+    def test_llc_same_socket_and_across(self):
+        zen3 = mc.load_profile("zen3")      # llc 46, c2c_remote 270, 2 x 8 cores
+        self.assertEqual(mc.llc_smp(zen3), 9)
+        self.assertIsNone(mc.llc_smp(self.p))   # skylake-sp: 29 CPUs, too many
+        self.assertEqual(mc.check_llc(llc(50.5, 2, 0.0), zen3), [])
+        self.assertEqual(mc.check_llc(llc(274.5, 9, 1.0), zen3), [])
+        # one LLC for both CCDs: the line from the other CCD's L3 at llc_lat
+        f = mc.check_llc(llc(50.5, 9, 0.0), zen3)
+        self.assertEqual(len(f), 2, f)
+        self.assertTrue(all("different sockets" in x for x in f), f)
+        # and the cross-CCD price where both CPUs share the CCD
+        self.assertEqual(len(mc.check_llc(llc(274.5, 2, 1.0), zen3)), 2)
+        self.assertEqual(len(mc.check_llc(llc(81.5, 2, 0.0), self.p)), 0)
+
     def test_parts_must_add_up(self):
         r = self.good()
         self.assertEqual(mc.check_parts(with_parts(r)), [])
@@ -168,9 +192,21 @@ class RecordedLogTest(unittest.TestCase):
                       ("ev.model_ipi_sent=1.0000", "ev.model_ipi_sent=0.0000"))
         self.assertEqual(len(mc.check(r, self.p, "xapic")), 1)
 
+    def test_recorded_llc_across_ccds(self):
+        # zen3 at 9 CPUs: CPU 8 on the second CCD; 275.00 = c2c_remote_lat 270 + 5 insns
+        zen3 = mc.load_profile("zen3")
+        self.assertEqual(mc.check(self.load("modelsmp_zen3_llc.log"), zen3, "llc"), [])
+        # what one LLC for both CCDs gave (an L3 hit, llc_lat 46, and no llc_remote)
+        r = self.load("modelsmp_zen3_llc.log", ("median=275.00", "median=51.00"))
+        f = mc.check_llc(mc._find(r, "modelsmp.llc_remote"), zen3)
+        self.assertEqual(len(f), 1, f)
+        r = self.load("modelsmp_zen3_llc.log", ("ev.model_llc_remote=1.0000",
+                                                "ev.model_llc_remote=0.0000"))
+        self.assertEqual(len(mc.check(r, zen3, "llc")), 1)
+
     def test_missing_figures(self):
         f = mc.check([], self.p)
-        self.assertEqual(len(f), 3)
+        self.assertEqual(len(f), 4)
         self.assertEqual(len(mc.check([], self.p, "calls")), 1)
 
     def test_recorded_calls_pass(self):
