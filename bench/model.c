@@ -298,6 +298,17 @@ DEFINE_BENCH(model_cr3_global) {
  *                            CPU. Under the model: per round trip two core-to-core
  *                            transfers (each CPU's load of the line the other stored) and
  *                            two RFOs (each store invalidates the other's shared copy).
+ *   modelsmp.xadd_pingpong   the same hand-off by `lock xadd` alone: each CPU spins
+ *                            (pause) on an atomic read of a counter (xadd 0) until it
+ *                            holds its turn, then adds 1. Each hand-off is an atomic on a
+ *                            line the other CPU holds modified: under the model one
+ *                            transfer (a read for ownership), so a round trip is two.
+ *   modelsmp.llc_remote      CPU 0 loads every line of a 256 KiB buffer that the last CPU
+ *                            has just written and then pushed out of its L1d and L2 (by
+ *                            reading 4 MiB more): every line is clean in the last CPU's
+ *                            LLC only. Under the model each load costs llc_lat when the
+ *                            two CPUs share an LLC, the cross-socket (CCD) latency
+ *                            c2c_remote_lat when they do not (zen3 from 9 CPUs on).
  *   modelsmp.ipi_roundtrip   CPU 0 sends CPU 1 (halted, idle) an asynchronous call whose
  *                            function sends an asynchronous call back to CPU 0, which
  *                            halts until its own handler has run it. One op = one round
@@ -347,6 +358,109 @@ DEFINE_BENCH(modelsmp_line_pingpong) {
 	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .parallel = true,
 	.metric = "roundtrip",
 	.setup = pp_setup, .run = pp_body,
+};
+
+static u64 xa_line[8] __aligned(64);
+static u64 xa_calls[2];
+
+static inline u64 xadd_u64(u64 *p, u64 v)
+{
+	asm volatile("lock xaddq %0, %1" : "+r"(v), "+m"(*p) : : "memory");
+	return v;
+}
+
+static int xa_setup(struct bench_ctx *ctx)
+{
+	(void)ctx;
+	WRITE_ONCE(xa_line[0], 0);
+	xa_calls[0] = xa_calls[1] = 0;
+	return 0;
+}
+
+static void xa_body(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	unsigned me = smp_processor_id();
+	if (me > 1) {
+		s->cycles = 0;
+		s->ops = 0;
+		return;
+	}
+	u64 base = xa_calls[me]++ * 2 * ctx->iters;
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < ctx->iters; i++) {
+		u64 turn = base + 2 * i + me;	/* CPU 0 moves the counter from even values */
+		while (xadd_u64(&xa_line[0], 0) != turn)
+			cpu_relax();
+		xadd_u64(&xa_line[0], 1);
+	}
+	s->cycles = bench_stop(t0);
+	s->ops = ctx->iters;
+}
+
+DEFINE_BENCH(modelsmp_xadd_pingpong) {
+	.name = "modelsmp.xadd_pingpong",
+	.desc = "two CPUs hand a counter back and forth by lock xadd (spin on xadd 0, then add 1): one op = one round trip",
+	.min_cpus = 2, .def_cpus = 2, .runs = 5, .iters = 200, .parallel = true,
+	.metric = "roundtrip",
+	.setup = xa_setup, .run = xa_body,
+};
+
+#define LR_ORDER 6	/* the buffer CPU 0 loads: 256 KiB */
+#define LR_EVICT_ORDER 10	/* what the far CPU reads after it: 4 MiB, over any L2 */
+static struct page *lr_buf, *lr_evict;
+
+static void lr_teardown(struct bench_ctx *ctx)
+{
+	(void)ctx;
+	if (lr_buf)
+		free_pages(lr_buf, LR_ORDER);
+	if (lr_evict)
+		free_pages(lr_evict, LR_EVICT_ORDER);
+	lr_buf = lr_evict = NULL;
+}
+
+static int lr_setup(struct bench_ctx *ctx)
+{
+	lr_buf = alloc_pages(GFP_KERNEL, LR_ORDER);
+	lr_evict = alloc_pages(GFP_KERNEL, LR_EVICT_ORDER);
+	if (!lr_buf || !lr_evict) {
+		lr_teardown(ctx);
+		return -1;
+	}
+	return 0;
+}
+
+/* On the far CPU: write every line of the buffer (which drops every other copy), then
+ * read enough other lines to push it out of this CPU's L1d and L2. */
+static void lr_fill(void *info)
+{
+	(void)info;
+	u64 *b = page_address(lr_buf), *e = page_address(lr_evict), sum = 0;
+	for (u64 i = 0; i < (PAGE_SIZE << LR_ORDER) / 8; i += 8)
+		WRITE_ONCE(b[i], i);
+	for (u64 i = 0; i < (PAGE_SIZE << LR_EVICT_ORDER) / 8; i += 8)
+		sum += READ_ONCE(e[i]);
+	WRITE_ONCE(e[1], sum);
+}
+
+static void lr_body(struct bench_ctx *ctx, struct bench_sample *s)
+{
+	u64 lines = (PAGE_SIZE << LR_ORDER) / 64, sum = 0;
+	const u64 *b = page_address(lr_buf);
+	smp_call_function_single(ctx->ncpus - 1, lr_fill, NULL, true);
+	u64 t0 = bench_start();
+	for (u64 i = 0; i < lines; i++)
+		sum += READ_ONCE(b[i * 8]);
+	s->cycles = bench_stop(t0);
+	s->ops = lines;
+	ctx->scratch[0] = sum;
+}
+
+DEFINE_BENCH(modelsmp_llc_remote) {
+	.name = "modelsmp.llc_remote",
+	.desc = "CPU 0 loads lines the last CPU wrote and pushed out to its LLC: one op = one load",
+	.min_cpus = 2, .def_cpus = BENCH_ALL_CPUS, .runs = 3, .iters = 1, .metric = "load",
+	.setup = lr_setup, .run = lr_body, .teardown = lr_teardown,
 };
 
 static volatile u64 ipi_rt_done;

@@ -87,5 +87,8 @@ int hier_access(const struct hierarchy *h, u64 line)
 		return LVL_L2;
 	if (cache_access(h->llc, line))
 		return LVL_LLC;
+	for (unsigned i = 0; i < h->nllc; i++)
+		if (&h->llcs[i] != h->llc && cache_contains(&h->llcs[i], line))
+			return LVL_LLC_REMOTE;
 	return LVL_MEM;
 }

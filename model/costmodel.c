@@ -35,6 +35,13 @@ enum {
 	EV_C2C, EV_C2C_REMOTE, EV_RFO_INVAL, EV_WAIT, EV_WAIT_CYCLES, EV_IPI_SENT, EV_IPI_WAIT_CYCLES,
 	/* where the memory cycles went, so a figure's difference can be taken apart */
 	EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP,
+	/* the clock's other parts, counted outside struct tb_counts' mask: instructions (rep
+	 * strings once per execution), fixed penalties, MMIO cycles */
+	EV_INSNS, EV_CYC_PEN, EV_CYC_IO,
+	/* IPIs that reached a running CPU whose clock was behind send + ipi_latency (take_ipi) */
+	EV_IPI_BEHIND, EV_IPI_BEHIND_CYCLES,
+	/* a line that only another socket's (CCD's) LLC held */
+	EV_LLC_REMOTE,
 	NR_MEV
 };
 static const char *const ev_names[NR_MEV] = {
@@ -43,8 +50,23 @@ static const char *const ev_names[NR_MEV] = {
 	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
 	"c2c_transfer", "c2c_remote", "rfo_inval", "wait", "wait_cycles", "ipi_sent", "ipi_wait_cycles",
 	"cyc_cache", "cyc_tlb", "cyc_rep",
+	"insns", "cyc_pen", "cyc_io",
+	"ipi_behind", "ipi_behind_cycles",
+	"llc_remote",
 };
-_Static_assert(NR_MEV <= 32, "tb_counts.evmask has 32 bits");
+_Static_assert(EV_INSNS <= 32, "tb_counts.evmask has 32 bits for the events a block carries");
+
+/* Where a figure's cycles went (the part.* fields of BAREMM-RESULT): per vCPU the clock is
+ * exactly the sum of these, x100. The first six follow from the events above, which a
+ * wait puts back to their values at its start; the last two are how far waits for other
+ * CPUs' stores and IPIs moved the clock beyond that (clock_set). */
+enum { PT_INSNS, PT_PEN, PT_CACHE, PT_TLB, PT_REP, PT_IO, PT_WAIT, PT_IPI, NR_PART };
+static const char *const part_names[NR_PART] = {
+	"insns", "penalties", "cache", "tlb", "rep", "io", "wait", "ipi",
+};
+/* The events the first six parts come from. */
+#define NR_PEV 6
+static const int part_ev[NR_PEV] = { EV_INSNS, EV_CYC_PEN, EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP, EV_CYC_IO };
 
 /* What one translation block (or the tail of one after a marker) adds when it runs. */
 struct tb_counts {
@@ -96,14 +118,19 @@ struct vcpu {
 	u64 wait_seq;		/* store_seq at that load: stores after it wake the CPU */
 	u64 wait_ev[NR_MEV];	/* events at the wait's start (restored at the wake) */
 	u64 ld_clock, ld_seq;	/* clock x100 and store_seq at this CPU's latest load */
+	u64 ld_pev[NR_PEV];	/* and the part events then (a wait that starts there restores them) */
 	bool ipi_pending;	/* an IPI was sent to this CPU and not taken yet */
 	u32 xapic_icr_hi;	/* the last value this CPU stored to the xAPIC ICR high */
 	u32 xapic_ldr, xapic_dfr;	/* its xAPIC logical destination and destination format */
 	u64 ipi_at;		/* x100: its earliest start (send + ipi_latency) */
+	bool halted;		/* its last instruction was a HLT (cleared by its next block) */
+	u64 ipi_shift;		/* x100: until its IRET, how far behind the IPI it took it ran */
+	int64_t part_wait, part_ipi;	/* x100: PT_WAIT and PT_IPI */
 	/* timed regions */
 	bool in_region;
 	u64 r_clock, r_ev[NR_MEV];
 	u64 acc_clock, acc_ev[NR_MEV];
+	int64_t r_part[NR_PART], acc_part[NR_PART];	/* x100 */
 };
 
 struct variant_acc {
@@ -111,10 +138,12 @@ struct variant_acc {
 	u64 runs[MAX_RUNS];
 	u64 ev[NR_MEV];
 	u64 ops;
+	int64_t part[MAX_RUNS][NR_PART];	/* x10000: each run's parts, per op */
 };
 
 static struct profile P;
-static struct cache llc;
+static struct cache *llcs;	/* one LLC per socket (CCD) that has vCPUs */
+static unsigned nllc;
 static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
@@ -132,6 +161,7 @@ static const char *const gpr_names[16] = {
 };
 /* the round being collected and the runs per variant */
 static u64 round_sum, round_n, round_ev[NR_MEV], round_ops;
+static int64_t round_part[NR_PART];	/* x10000 */
 static struct variant_acc variants[MAX_VARIANTS];
 
 /* ---- output ---- */
@@ -269,10 +299,13 @@ static void tb_exec_cb(unsigned vi, void *ud)
 		vi = r;
 		if (vcpus[vi].ipi_pending)
 			take_ipi(vi);
+		vcpus[vi].halted = false;
 	}
 	struct vcpu *v = &vcpus[vi];
 	v->insns += c->insns;
 	v->pen += c->pen;
+	v->ev[EV_INSNS] += c->insns;
+	v->ev[EV_CYC_PEN] += c->pen;
 	for (u32 m = c->evmask; m; m &= m - 1) {
 		int e = __builtin_ctz(m);
 		v->ev[e] += c->ev[e];
@@ -295,11 +328,30 @@ static void events_of(unsigned vi, u64 ev[NR_MEV], const struct tb_counts *tail)
 {
 	for (int e = 0; e < NR_MEV; e++)
 		ev[e] = vcpus[vi].ev[e] - (tail ? tail->ev[e] : 0);
+	if (tail) {
+		ev[EV_INSNS] -= tail->insns;
+		ev[EV_CYC_PEN] -= tail->pen;
+	}
+}
+
+/* The clock's parts (x100), less the rest of the running block (tail). */
+static void parts_of(unsigned vi, int64_t p[NR_PART], const struct tb_counts *tail)
+{
+	u64 ev[NR_MEV];
+	events_of(vi, ev, tail);
+	p[PT_INSNS] = (int64_t)(ev[EV_INSNS] * P.base_cpi_x100);
+	p[PT_PEN] = (int64_t)ev[EV_CYC_PEN] * 100;
+	p[PT_CACHE] = (int64_t)ev[EV_CYC_CACHE] * 100;
+	p[PT_TLB] = (int64_t)ev[EV_CYC_TLB] * 100;
+	p[PT_REP] = (int64_t)ev[EV_CYC_REP] * 100;
+	p[PT_IO] = (int64_t)ev[EV_CYC_IO] * 100;
+	p[PT_WAIT] = vcpus[vi].part_wait;
+	p[PT_IPI] = vcpus[vi].part_ipi;
 }
 
 /* ---- memory accesses ---- */
 
-static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access);
+static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access, bool rmw);
 
 /* A page walk from CR3; its loads go through this CPU's caches. */
 static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, bool *ok)
@@ -324,7 +376,7 @@ static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, 
 			cost += (u64)level * P.mem_lat;
 			break;
 		}
-		cost += data_line(v, vi, pa >> LINE_SHIFT, false, false);
+		cost += data_line(v, vi, pa >> LINE_SHIFT, false, false, false);
 		if (!(e & 1))
 			break;	/* not present: the access faulted, nothing to install */
 		if (level == 1 || (level <= 3 && (e & 0x80))) {
@@ -377,6 +429,11 @@ static u64 level_lat(struct vcpu *v, int lvl)
 		v->ev[EV_L1D_MISS]++;
 		v->ev[EV_L2_MISS]++;
 		return P.llc_lat;
+	case LVL_LLC_REMOTE:	/* the same link as a transfer from a core there */
+		v->ev[EV_L1D_MISS]++;
+		v->ev[EV_L2_MISS]++;
+		v->ev[EV_LLC_REMOTE]++;
+		return P.c2c_remote_lat;
 	default:
 		v->ev[EV_L1D_MISS]++;
 		v->ev[EV_L2_MISS]++;
@@ -465,17 +522,25 @@ static inline bool holds(unsigned o, u64 line)
 	return w->live && (w->last_line == line || cache_contains(&w->l1, line) || cache_contains(&w->l2, line));
 }
 
-/* The clock a CPU's actions happen at: while it waits, the clock at the wait's start. */
+/* The clock other CPUs see a CPU's actions at: while it waits, the clock at the wait's
+ * start; in the handler of an IPI it took while behind, shifted to the IPI's arrival. */
 static inline u64 eff_clock(unsigned vi)
 {
 	struct vcpu *v = &vcpus[vi];
-	return v->waiting ? v->wait_clock : clock_of(vi, NULL);
+	return (v->waiting ? v->wait_clock : clock_of(vi, NULL)) + v->ipi_shift;
 }
 
-/* Sets the clock (x100) to t from now on, through the correction term. */
-static void clock_set(unsigned vi, u64 t)
+/* Sets the clock (x100) to t from now on, through the correction term, and books what
+ * the clock's other parts do not explain (a wait puts the events back to its start) in
+ * *part: the vCPU's part_wait or part_ipi. */
+static void clock_set(unsigned vi, u64 t, int64_t *part)
 {
 	vcpus[vi].adj += (int64_t)t - (int64_t)clock_of(vi, NULL);
+	int64_t p[NR_PART], sum = 0;
+	parts_of(vi, p, NULL);
+	for (int k = 0; k < NR_PART; k++)
+		sum += p[k];
+	*part += (int64_t)t - sum;
 }
 
 /* Ends a wait, first step: the events go back to their values at the wait's start (the
@@ -490,82 +555,49 @@ static inline void wait_events_back(struct vcpu *v)
 static void wake_to(unsigned vi, u64 t, u64 cost)
 {
 	struct vcpu *v = &vcpus[vi];
+	t = t > v->ipi_shift ? t - v->ipi_shift : 0;	/* into this CPU's own clock */
 	u64 c = (t > v->wait_clock ? t : v->wait_clock) + cost * 100;
 	v->ev[EV_WAIT]++;
 	v->ev[EV_WAIT_CYCLES] += (c - v->wait_clock) / 100;
-	clock_set(vi, c);
+	clock_set(vi, c, &v->part_wait);
 }
 
-/* The running CPU takes the interrupt of an IPI sent to it: the handler cannot start
- * before the sender's ICR write + ipi_latency (a halted CPU's clock has not moved since
- * its HLT; a waiting one's stands at its wait's start). */
+/* The running CPU takes the interrupt of an IPI sent to it, which cannot start before the
+ * sender's ICR write + ipi_latency. A halted CPU (its clock has not moved since its HLT)
+ * and a waiting one (its clock stands at its wait's start) idled until then: their clocks
+ * move there. A CPU that was running did not wait: its clock stays, and until its IRET
+ * what it does is seen by the others as if it had started at the IPI's arrival
+ * (ipi_shift, in eff_clock); counted as ipi_behind. */
 static void take_ipi(unsigned vi)
 {
 	struct vcpu *v = &vcpus[vi];
 	v->ipi_pending = false;
 	u64 now;
+	bool idle = v->halted || v->waiting;
 	if (v->waiting) {
 		wait_events_back(v);
 		now = v->wait_clock;
-		clock_set(vi, now);
+		clock_set(vi, now, &v->part_wait);
 	} else {
 		now = clock_of(vi, NULL);
 	}
-	if (v->ipi_at > now) {
-		v->ev[EV_IPI_WAIT_CYCLES] += (v->ipi_at - now) / 100;
-		clock_set(vi, v->ipi_at);
+	u64 seen = now + v->ipi_shift;
+	if (v->ipi_at <= seen)
+		return;
+	if (idle) {
+		v->ev[EV_IPI_WAIT_CYCLES] += (v->ipi_at - seen) / 100;
+		clock_set(vi, v->ipi_at - v->ipi_shift, &v->part_ipi);
+	} else {
+		v->ev[EV_IPI_BEHIND]++;
+		v->ev[EV_IPI_BEHIND_CYCLES] += (v->ipi_at - seen) / 100;
+		v->ipi_shift = v->ipi_at - now;
 	}
 }
 
-/* The cache part of one access with several vCPUs: MESI-like through the directory. A
- * load of a line another CPU holds modified pays a core-to-core transfer and leaves the
- * line shared; a store invalidates the other copies, paying the transfer when another
- * CPU held the line modified, an RFO (at least the LLC's latency) when others only shared
- * it. A waiting CPU wakes at a load of a line another CPU stored after the wait began. */
-static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
+/* Drops every other CPU's copy of the line (a store or an atomic takes it). Returns true
+ * if another CPU's L1d or L2 held one. */
+static bool inval_others(struct vcpu *v, unsigned vi, u64 line, struct dent *d)
 {
-	if (!store) {
-		if (!v->waiting) {
-			v->ld_clock = clock_of(vi, NULL);
-			v->ld_seq = store_seq;
-		}
-		if (line == v->last_line)
-			return P.l1d_lat;
-		int lvl = hier_access(&v->h, line);
-		v->last_line = line;
-		struct dent *d = lvl >= LVL_LLC ? dir_get(line, false) : NULL;
-		if (!d)
-			return level_lat(v, lvl);
-		/* a fill into this CPU's L1d/L2 (an L2 hit was such a fill before) */
-		d->sharers |= sharer_bit(vi);
-		bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
-		if (wake)
-			wait_events_back(v);
-		u64 cost = level_lat(v, lvl);
-		unsigned o = d->owner ? d->owner - 1u : vi;
-		bool c2c = o != vi && holds(o, line);
-		if (c2c)
-			cost = c2c_price(v, vi, o);
-		d->owner = 0;	/* shared now (the owner keeps its copy) */
-		if (causal && !wake && !v->waiting && c2c && d->wclock > clock_of(vi, NULL)) {
-			/* QEMU ran the writer first, but its store comes later in modelled time: the
-			 * load returns no earlier than that store + the transfer (counted as a wait),
-			 * as on hardware, where the reader would have spun until then. causal=off
-			 * (the model before this rule) lets the read see the future: docs/COSTMODEL.md. */
-			u64 t = d->wclock + cost * 100;
-			v->ev[EV_WAIT]++;
-			v->ev[EV_WAIT_CYCLES] += (t - clock_of(vi, NULL)) / 100;
-			clock_set(vi, t);
-			return 0;
-		}
-		if (!wake)
-			return cost;
-		wake_to(vi, d->wclock, cost);
-		return 0;	/* the transfer is in the clock already */
-	}
-	struct dent *d = dir_get(line, true);
-	unsigned o = d->owner ? d->owner - 1u : vi;
-	bool remote_m = o != vi && holds(o, line);
 	bool shared = false;
 	/* no other CPU ran since this CPU's last store to the same line: nobody can have it */
 	if (line != v->inval_line || switches != v->inval_epoch) {
@@ -587,8 +619,120 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 			}
 		}
 		d->sharers = 0;	/* every other copy is gone */
+		for (unsigned i = 0; i < nllc; i++)	/* other sockets' LLCs too */
+			if (&llcs[i] != v->h.llc)
+				cache_invalidate(&llcs[i], line);
 	}
 	d->sharers |= sharer_bit(vi);
+	return shared;
+}
+
+/* The load half of an atomic (lock prefix, xchg): a read for ownership. It takes the line
+ * exclusive in one transaction: a line another CPU holds modified costs one transfer, a
+ * line others share an RFO, and every other copy is gone, so the store half that follows
+ * is an L1 hit. Otherwise a load: it ends a wait and reads causally like one. */
+static u64 rmw_load_multi(struct vcpu *v, unsigned vi, u64 line)
+{
+	if (!v->waiting) {
+		v->ld_clock = clock_of(vi, NULL);
+		v->ld_seq = store_seq;
+		for (int k = 0; k < NR_PEV; k++)
+			v->ld_pev[k] = v->ev[part_ev[k]];
+	}
+	struct dent *d = dir_get(line, true);
+	unsigned o = d->owner ? d->owner - 1u : vi;
+	bool remote_m = o != vi && holds(o, line);
+	bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
+	bool shared = inval_others(v, vi, line, d);
+	if (wake)
+		wait_events_back(v);
+	u64 cost;
+	if (line == v->last_line) {
+		cost = P.l1d_lat;
+	} else {
+		int lvl = hier_access(&v->h, line);
+		v->last_line = line;
+		cost = level_lat(v, lvl);
+	}
+	if (remote_m) {
+		cost = c2c_price(v, vi, o);
+	} else if (shared) {
+		v->ev[EV_RFO_INVAL]++;
+		if (cost < P.llc_lat)
+			cost = P.llc_lat;
+	}
+	d->owner = (u16)(vi + 1);	/* exclusive now; the store half makes it modified */
+	if (wake) {
+		wake_to(vi, d->wclock, cost);
+		return 0;	/* the transfer is in the clock already */
+	}
+	if (v->waiting && (remote_m || shared)) {
+		/* an atomic on a line other CPUs hold: the CPU has stopped spinning */
+		wait_events_back(v);
+		wake_to(vi, 0, 0);
+	} else if (causal && !v->waiting && remote_m && d->wclock > eff_clock(vi)) {
+		/* a store from this CPU's future, as in data_line_multi */
+		u64 t = d->wclock + cost * 100;
+		v->ev[EV_WAIT]++;
+		v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
+		clock_set(vi, t - v->ipi_shift, &v->part_wait);
+		return 0;
+	}
+	return cost;
+}
+
+/* The cache part of one access with several vCPUs: MESI-like through the directory. A
+ * load of a line another CPU holds modified pays a core-to-core transfer and leaves the
+ * line shared; a store invalidates the other copies, paying the transfer when another
+ * CPU held the line modified, an RFO (at least the LLC's latency) when others only shared
+ * it. A waiting CPU wakes at a load of a line another CPU stored after the wait began. */
+static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
+{
+	if (!store) {
+		if (!v->waiting) {
+			v->ld_clock = clock_of(vi, NULL);
+			v->ld_seq = store_seq;
+			for (int k = 0; k < NR_PEV; k++)
+				v->ld_pev[k] = v->ev[part_ev[k]];
+		}
+		if (line == v->last_line)
+			return P.l1d_lat;
+		int lvl = hier_access(&v->h, line);
+		v->last_line = line;
+		struct dent *d = lvl >= LVL_LLC ? dir_get(line, false) : NULL;
+		if (!d)
+			return level_lat(v, lvl);
+		/* a fill into this CPU's L1d/L2 (an L2 hit was such a fill before) */
+		d->sharers |= sharer_bit(vi);
+		bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
+		if (wake)
+			wait_events_back(v);
+		u64 cost = level_lat(v, lvl);
+		unsigned o = d->owner ? d->owner - 1u : vi;
+		bool c2c = o != vi && holds(o, line);
+		if (c2c)
+			cost = c2c_price(v, vi, o);
+		d->owner = 0;	/* shared now (the owner keeps its copy) */
+		if (causal && !wake && !v->waiting && c2c && d->wclock > eff_clock(vi)) {
+			/* QEMU ran the writer first, but its store comes later in modelled time: the
+			 * load returns no earlier than that store + the transfer (counted as a wait),
+			 * as on hardware, where the reader would have spun until then. causal=off
+			 * (the model before this rule) lets the read see the future: docs/COSTMODEL.md. */
+			u64 t = d->wclock + cost * 100;
+			v->ev[EV_WAIT]++;
+			v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
+			clock_set(vi, t - v->ipi_shift, &v->part_wait);
+			return 0;
+		}
+		if (!wake)
+			return cost;
+		wake_to(vi, d->wclock, cost);
+		return 0;	/* the transfer is in the clock already */
+	}
+	struct dent *d = dir_get(line, true);
+	unsigned o = d->owner ? d->owner - 1u : vi;
+	bool remote_m = o != vi && holds(o, line);
+	bool shared = inval_others(v, vi, line, d);
 	if (v->waiting && (remote_m || shared)) {
 		/* a store to a line other CPUs hold: the CPU has stopped spinning */
 		wait_events_back(v);
@@ -616,13 +760,14 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 	return cost;
 }
 
-/* The cache part of one access; with one vCPU just the hierarchy. Returns cycles. */
-static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access)
+/* The cache part of one access (rmw: the load half of an atomic); with one vCPU just the
+ * hierarchy. Returns cycles. */
+static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access, bool rmw)
 {
 	if (count_access)
 		v->ev[EV_MEM_ACCESS]++;
 	if (multi)
-		return data_line_multi(v, vi, line, store);
+		return rmw && !store ? rmw_load_multi(v, vi, line) : data_line_multi(v, vi, line, store);
 	if (line == v->last_line)
 		return P.l1d_lat;
 	int lvl = hier_access(&v->h, line);
@@ -638,7 +783,7 @@ static void wait_abandon(unsigned vi)
 	if (!v->waiting)
 		return;
 	wait_events_back(v);
-	clock_set(vi, v->wait_clock);
+	clock_set(vi, v->wait_clock, &v->part_wait);
 }
 
 /* PAUSE (multi): the CPU spins. Its wait starts at its last load before the pause (the
@@ -657,12 +802,24 @@ static void pause_cb(unsigned vi, void *ud)
 	v->wait_clock = now - v->ld_clock <= 2000 * 100 ? v->ld_clock : now;
 	v->wait_seq = v->ld_seq;
 	memcpy(v->wait_ev, v->ev, sizeof(v->ev));
+	if (v->wait_clock == v->ld_clock)	/* the clock's parts as they were at that load */
+		for (int k = 0; k < NR_PEV; k++)
+			v->wait_ev[part_ev[k]] = v->ld_pev[k];
 }
 
 static void hlt_cb(unsigned vi, void *ud)
 {
 	(void)ud;
-	wait_abandon(cur(vi));
+	vi = cur(vi);
+	wait_abandon(vi);
+	vcpus[vi].halted = true;
+}
+
+/* IRET (multi): the end of the handler of an IPI taken while behind (take_ipi). */
+static void iret_cb(unsigned vi, void *ud)
+{
+	(void)ud;
+	vcpus[cur(vi)].ipi_shift = 0;
 }
 
 /* WRMSR (multi): an x2APIC ICR write (MSR 0x830) sends an IPI; the destination's next
@@ -744,14 +901,15 @@ static inline bool phys_of(struct vcpu *v, qemu_plugin_meminfo_t info, u64 va, u
 	return !io;
 }
 
+/* ud: non-NULL for an atomic instruction's accesses */
 static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
-	(void)ud;
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
 	u64 pa = ~0ull;
 	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
+		v->ev[EV_CYC_IO] += P.mem_lat;
 		v->cyc += P.mem_lat;
 		/* xAPIC: a store to ICR high (0xfee00310) holds the destination, one to ICR low
 		 * (0xfee00300) sends; LDR (0xd0) and DFR (0xe0) say who a logical one reaches */
@@ -776,7 +934,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		return;
 	}
 	u64 t = translate(v, vi, va);
-	u64 d = data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true);
+	u64 d = data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true, ud != NULL);
 	v->ev[EV_CYC_TLB] += t;
 	v->ev[EV_CYC_CACHE] += d;
 	v->cyc += t + d;
@@ -794,6 +952,7 @@ static void rep_exec_cb(unsigned vi, void *ud)
 		v->rep_insn = ud;
 		v->rep_mark = n;
 		v->rep_execs++;
+		v->ev[EV_INSNS]++;
 		rep_filter_reset(&v->rep);
 	}
 }
@@ -808,6 +967,7 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 	u64 pa;
 	if (!phys_of(v, info, va, &pa)) {
 		v->ev[EV_IO]++;
+		v->ev[EV_CYC_IO] += P.mem_lat;
 		v->cyc += P.mem_lat;
 		return;
 	}
@@ -816,7 +976,7 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 		return;
 	v->ev[EV_REP_LINES]++;
 	u64 t = translate(v, vi, va);
-	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true);
+	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true, false);
 	u64 r = P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
 	v->ev[EV_CYC_TLB] += t;
 	v->ev[EV_CYC_REP] += r;
@@ -971,6 +1131,22 @@ static void stats_and_print(const char *key, unsigned vidx)
 		len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu.%04llu", ev_names[e],
 				(unsigned long long)(x / 10000), (unsigned long long)(x % 10000));
 	}
+	/* the parts of the median run (of the two middle runs' mean when n is even), so that
+	 * they add up to the median */
+	unsigned idx[MAX_RUNS];
+	for (unsigned i = 0; i < n; i++) {
+		unsigned j = i;
+		for (; j > 0 && va->runs[idx[j - 1]] > va->runs[i]; j--)
+			idx[j] = idx[j - 1];
+		idx[j] = i;
+	}
+	for (int k = 0; k < NR_PART && len < (int)sizeof(line) - 64; k++) {
+		int64_t x = n & 1 ? va->part[idx[n / 2]][k]
+				  : (va->part[idx[n / 2 - 1]][k] + va->part[idx[n / 2]][k]) / 2;
+		u64 a = (u64)(x < 0 ? -x : x);
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " part.%s=%s%llu.%04llu", part_names[k],
+				x < 0 ? "-" : "", (unsigned long long)(a / 10000), (unsigned long long)(a % 10000));
+	}
 	out_line("%s", line);
 	len = snprintf(line, sizeof(line), "BAREMM-SAMPLES %s values=", key);
 	for (unsigned r = 0; r < n && len < (int)sizeof(line) - 32; r++) {
@@ -1006,6 +1182,7 @@ static void marker_cb(unsigned vi, void *ud)
 		v->in_region = true;
 		v->r_clock = clock_of(vi, tail);
 		events_of(vi, v->r_ev, tail);
+		parts_of(vi, v->r_part, tail);
 		return;
 	case CMD_REGION_END:
 		if (!v->in_region) {
@@ -1017,6 +1194,10 @@ static void marker_cb(unsigned vi, void *ud)
 		events_of(vi, ev, tail);
 		for (int e = 0; e < NR_MEV; e++)
 			v->acc_ev[e] += ev[e] - v->r_ev[e];
+		int64_t pt[NR_PART];
+		parts_of(vi, pt, tail);
+		for (int k = 0; k < NR_PART; k++)
+			v->acc_part[k] += pt[k] - v->r_part[k];
 		return;
 	case CMD_SAMPLE: {
 		if (!read_reg(reg_gpr[7], &a0)) {
@@ -1030,6 +1211,10 @@ static void marker_cb(unsigned vi, void *ud)
 		for (int e = 0; e < NR_MEV; e++) {
 			round_ev[e] += v->acc_ev[e];
 			v->acc_ev[e] = 0;
+		}
+		for (int k = 0; k < NR_PART; k++) {
+			round_part[k] += v->acc_part[k] * 100 / (int64_t)ops;	/* per op, x10000 */
+			v->acc_part[k] = 0;
 		}
 		v->acc_clock = 0;
 		return;
@@ -1046,14 +1231,18 @@ static void marker_cb(unsigned vi, void *ud)
 				 (unsigned long long)a0);
 		} else if (!a1) {
 			struct variant_acc *va = &variants[a0];
-			if (va->nruns < MAX_RUNS)
+			if (va->nruns < MAX_RUNS) {
+				for (int k = 0; k < NR_PART; k++)
+					va->part[va->nruns][k] = round_part[k] / (int64_t)round_n;
 				va->runs[va->nruns++] = round_sum / round_n;
+			}
 			va->ops += round_ops;
 			for (int e = 0; e < NR_MEV; e++)
 				va->ev[e] += round_ev[e];
 		}
 		round_sum = round_n = round_ops = 0;
 		memset(round_ev, 0, sizeof(round_ev));
+		memset(round_part, 0, sizeof(round_part));
 		return;
 	case CMD_FIGURE: {
 		if (!read_reg(reg_gpr[7], &a0) || !read_reg(reg_gpr[6], &a1) || !read_reg(reg_gpr[2], &a2)) {
@@ -1147,7 +1336,9 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			continue;
 		}
 		c->insns = 1;
-		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+		static char atomic_tag;	/* mem_cb's userdata for an atomic's accesses */
+		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
+						 info->kind == INSN_ATOMIC ? &atomic_tag : NULL);
 		switch (info->kind) {
 		case INSN_MARKER:
 			any_marker = true;
@@ -1168,6 +1359,8 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			break;
 		case INSN_IRET:
 			count_penalty(c, P.irq_roundtrip, EV_IRET);
+			if (multi)
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, iret_cb, QEMU_PLUGIN_CB_NO_REGS, NULL);
 			break;
 		case INSN_FENCE:
 			count_penalty(c, P.fence, EV_FENCE);
@@ -1276,7 +1469,7 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 		fprintf(stderr, "costmodel: out of memory for vCPU %u\n", vi);
 		abort();
 	}
-	v->h = (struct hierarchy){ &v->l1, &v->l2, &llc };
+	v->h = (struct hierarchy){ &v->l1, &v->l2, &llcs[nllc > 1 ? socket_of(vi) : 0], llcs, nllc };
 	v->last_line = v->last_page4k = v->last_page2m = ~0ull;
 	v->inval_line = ~0ull;
 	v->xapic_dfr = ~0u;	/* the xAPIC's reset value: flat model */
@@ -1386,7 +1579,14 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
 	if (multi)
 		dir = dir_alloc();
-	if (!vcpus || (multi && !dir) || cache_init(&llc, P.llc_kib, P.llc_ways)) {
+	/* an LLC per socket (CCD) with vCPUs: CPU n uses socket_of(n)'s */
+	u64 used = (max_vcpus + P.cores_per_socket - 1) / P.cores_per_socket;
+	nllc = (unsigned)(used < P.sockets ? used : P.sockets);
+	llcs = calloc(nllc, sizeof(*llcs));
+	bool llc_ok = llcs != NULL;
+	for (unsigned i = 0; llc_ok && i < nllc; i++)
+		llc_ok = !cache_init(&llcs[i], P.llc_kib, P.llc_ways);
+	if (!vcpus || (multi && !dir) || !llc_ok) {
 		fprintf(stderr, "costmodel: out of memory\n");
 		return -1;
 	}

@@ -76,14 +76,19 @@ bool cache_contains(const struct cache *c, u64 line);
 /* Drops the line if present (another CPU's store). Returns true if it was there. */
 bool cache_invalidate(struct cache *c, u64 line);
 
-enum { LVL_L1 = 0, LVL_L2, LVL_LLC, LVL_MEM };
+enum { LVL_L1 = 0, LVL_L2, LVL_LLC, LVL_LLC_REMOTE, LVL_MEM };
 
-/* One CPU's view: private L1d and L2, a shared LLC. Non-inclusive non-exclusive: a miss
- * fills every level it missed in; an eviction at one level touches no other level. */
+/* One CPU's view: private L1d and L2, the LLC of its socket (CCD) shared with the CPUs
+ * there, and the other sockets' LLCs (llcs[0..nllc), llc among them; none: one LLC).
+ * Non-inclusive non-exclusive: a miss fills every level it missed in (its own LLC
+ * included); an eviction at one level touches no other level. */
 struct hierarchy {
 	struct cache *l1, *l2, *llc;
+	struct cache *llcs;
+	unsigned nllc;
 };
-/* Returns the level that served the line (LVL_*). */
+/* Returns the level that served the line (LVL_*): LVL_LLC_REMOTE when only another
+ * socket's LLC holds it. */
 int hier_access(const struct hierarchy *h, u64 line);
 
 /* ---- TLBs (tlb.c) ---- */

@@ -58,7 +58,7 @@ HTEST(hierarchy_non_inclusive)
 {
 	struct cache l1, l2, llc;
 	HT_ASSERT(!cache_init(&l1, 1, 2) && !cache_init(&l2, 2, 2) && !cache_init(&llc, 4, 4));
-	struct hierarchy h = { &l1, &l2, &llc };
+	struct hierarchy h = { &l1, &l2, &llc, NULL, 0 };
 	HT_EXPECT_EQ(hier_access(&h, 0), LVL_MEM);
 	HT_EXPECT_EQ(hier_access(&h, 0), LVL_L1);
 	/* lines 0, 16, 32 map to L2 set 0 (16 sets x 2 ways); 0 is L1 MRU until 8 and 24
@@ -74,7 +74,7 @@ HTEST(hierarchy_non_inclusive)
 	/* an L1 eviction leaves the L2 copy */
 	struct cache a, b, c;
 	HT_ASSERT(!cache_init(&a, 1, 1) && !cache_init(&b, 4, 4) && !cache_init(&c, 8, 8));
-	struct hierarchy g = { &a, &b, &c };
+	struct hierarchy g = { &a, &b, &c, NULL, 0 };
 	hier_access(&g, 0);
 	hier_access(&g, 16);	/* same L1 set (16 sets x 1 way): 0 leaves L1 */
 	HT_EXPECT(!cache_contains(&a, 0));
@@ -84,6 +84,31 @@ HTEST(hierarchy_non_inclusive)
 	cache_invalidate(&c, 0);
 	HT_EXPECT_EQ(hier_access(&g, 0), LVL_L1);
 	cache_free(&l1), cache_free(&l2), cache_free(&llc), cache_free(&a), cache_free(&b), cache_free(&c);
+}
+
+HTEST(hierarchy_llc_per_socket)
+{
+	/* two sockets (CCDs), one CPU on each: a line only the other socket's LLC holds is
+	 * LVL_LLC_REMOTE (it then fills this socket's LLC too); a line neither holds is memory */
+	struct cache l1[2], l2[2], llcs[2];
+	for (int i = 0; i < 2; i++)
+		HT_ASSERT(!cache_init(&l1[i], 1, 2) && !cache_init(&l2[i], 2, 2) && !cache_init(&llcs[i], 8, 4));
+	struct hierarchy h0 = { &l1[0], &l2[0], &llcs[0], llcs, 2 };
+	struct hierarchy h1 = { &l1[1], &l2[1], &llcs[1], llcs, 2 };
+	HT_EXPECT_EQ(hier_access(&h1, 5), LVL_MEM);
+	HT_EXPECT(cache_contains(&llcs[1], 5) && !cache_contains(&llcs[0], 5));
+	HT_EXPECT_EQ(hier_access(&h0, 5), LVL_LLC_REMOTE);
+	HT_EXPECT(cache_contains(&llcs[0], 5) && cache_contains(&llcs[1], 5));
+	cache_invalidate(&l1[0], 5), cache_invalidate(&l2[0], 5);
+	HT_EXPECT_EQ(hier_access(&h0, 5), LVL_LLC);	/* its own copy now */
+	/* one LLC (no list): never remote */
+	struct hierarchy one = { &l1[1], &l2[1], &llcs[1], NULL, 0 };
+	cache_invalidate(&l1[1], 6), cache_invalidate(&l2[1], 6);
+	hier_access(&h0, 6);
+	cache_invalidate(&l1[1], 6);
+	HT_EXPECT_EQ(hier_access(&one, 6), LVL_MEM);
+	for (int i = 0; i < 2; i++)
+		cache_free(&l1[i]), cache_free(&l2[i]), cache_free(&llcs[i]);
 }
 
 /* ---- TLBs ---- */

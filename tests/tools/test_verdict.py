@@ -180,5 +180,49 @@ class LinuxTest(unittest.TestCase):
                       " ".join(v["text"].split()))
 
 
+class ModelBreakdownTest(unittest.TestCase):
+    """Where the model's cycles went: the plugin's parts of a real figure add up to its
+    median; the rule they replace (the guest's instruction count x base_cpi, the memory
+    events, the wait cycles, and no IPI waits) does not."""
+
+    def load(self, name):
+        from baremm_lib import logparse
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", name)) as f:
+            return {r["bench"]: r for r in logparse.parse_log(f.read())["results"]
+                    if r["unit"] == "model_cycles"}
+
+    @staticmethod
+    def old_rule(r, base_cpi=1.0):
+        e = r["events"]
+        return [("instructions", r["instructions"] * base_cpi),
+                ("fixed penalties", e["model_cyc_pen"]),
+                ("cache", e["model_cyc_cache"]), ("tlb", e["model_cyc_tlb"]),
+                ("rep", e["model_cyc_rep"]), ("waits", e["model_wait_cycles"])]
+
+    def test_parts_add_up_and_the_old_rule_does_not(self):
+        figs = self.load("modelsmp_skylake_x2apic.log")       # skylake-sp: base_cpi 1.00
+        for bench in ("modelsmp.line_pingpong", "modelsmp.ipi_roundtrip"):
+            r = figs[bench]
+            self.assertLessEqual(abs(V.parts_mismatch(r)), V.PARTS_TOL, bench)
+            self.assertGreater(abs(V.parts_mismatch(r, self.old_rule(r))), V.PARTS_TOL, bench)
+        # the IPI round trip is mostly IPI waits, which the old rule left out
+        parts = dict(V.model_parts(figs["modelsmp.ipi_roundtrip"]))
+        self.assertGreater(parts["IPI waits"], 2 * 2000 * 0.9)
+
+    def test_sentence(self):
+        figs = self.load("modelsmp_skylake_x2apic.log")
+        exp = experiment([FASTER])
+        ra, rb = dict(figs["modelsmp.line_pingpong"]), dict(figs["modelsmp.ipi_roundtrip"])
+        groups = [(("b.x", "op", 2), {exp.cost[0]: ra, exp.cost[1]: rb})]
+        text = " ".join(V.model_sentences(exp, groups, "skylake-sp"))
+        self.assertIn("IPI waits", text)
+        self.assertNotIn("do not add up", text)
+        rb["median"] *= 1.02
+        self.assertIn("do not add up", " ".join(V.model_sentences(exp, groups, "skylake-sp")))
+        for r in (ra, rb):
+            r["extra"] = {}
+        self.assertIn("No breakdown", " ".join(V.model_sentences(exp, groups, "skylake-sp")))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -11,10 +11,13 @@ model once per profile and checks what the profile file says they must show:
   stlb_lat more; beyond it, one page walk per load;
 - INVLPG then a load costs exactly one walk, a load alone none;
 - a CR3 reload keeps a global entry (no walk) and drops a non-global one (one walk);
-- across two CPUs (modelcheck_smp): a cache-line ping-pong costs two core-to-core
-  transfers per round trip, an empty IPI round trip about twice the profile's IPI
-  latency plus interrupt entry and exit (x2APIC and xAPIC), and a synchronous call to the
-  other CPU costs the same as the call to all (reads are causal in modelled time).
+- across two CPUs (modelcheck_smp): a cache-line ping-pong, by stores or by lock xadd,
+  costs two core-to-core transfers per round trip, an empty IPI round trip about twice
+  the profile's IPI latency plus interrupt entry and exit (x2APIC and xAPIC), a
+  synchronous call to the other CPU costs the same as the call to all (reads are causal
+  in modelled time), and a clean line from another CPU's LLC costs llc_lat, or the
+  cross-socket latency from another socket's (CCD's) LLC;
+- every figure's parts (where its cycles went) add up to its median.
 
 The expectations come from the profile file alone, so a profile or model change that
 moves a plateau fails here. The check functions read parsed results only, so they are
@@ -169,7 +172,7 @@ def check_walk_cases(results):
 def check(results, prof):
     """Every failure as a line of text (empty: the model shows the profile)."""
     return (check_pointer_chase(results, prof) + check_tlb_reach(results, prof)
-            + check_walk_cases(results))
+            + check_walk_cases(results) + modelcheck_smp.check_parts(results))
 
 
 def run(profiles, out=sys.stdout, no_build=False, keep=None):

@@ -8,6 +8,25 @@ figures with what the profile says they must be:
                            instructions x base_cpi (the guest's instruction count per op),
                            within PINGPONG_TOL; and 1.0 transfer per op on each CPU
                            (ev.model_c2c_transfer, summed over both CPUs / both CPUs' ops).
+  modelsmp.xadd_pingpong   the same round trip by lock xadd alone (spin on xadd 0, then
+                           add 1): each hand-off is an atomic on a line the other CPU
+                           holds modified, one transfer (a read for ownership, no RFO
+                           after it). Expected 2 x c2c_lat + the round trip's own work,
+                           twice one CPU's per op: its instructions and fixed penalties
+                           (part.insns, part.penalties: the two atomics) and its accesses
+                           (ev.model_mem_access) as L1 hits; within PINGPONG_TOL, and 1.0
+                           transfer per op on each CPU. A model that charges the atomic
+                           a transfer and then an RFO is ~2 x llc_lat over (+35 %).
+  modelsmp.llc_remote      CPU 0 loads lines the last CPU wrote and pushed out of its
+                           private caches: clean in that CPU's LLC only. Expected per
+                           load llc_lat when the two CPUs share a socket (CCD), else
+                           c2c_remote_lat (the cross-socket/CCD figure), + the load's own
+                           instructions and penalties (part.*), within LLC_TOL, and
+                           ev.model_llc_remote 1.0 / 0.0 per load. At 2 CPUs (same
+                           socket under both profiles) in the bench=modelsmp.* boot, and
+                           booted once more with cores_per_socket + 1 CPUs for a profile
+                           with more than one socket of at most 15 cores (zen3: 9 CPUs,
+                           the last on the second CCD; skylake-sp would need 29).
   modelsmp.ipi_roundtrip   CPU 0 -> CPU 1 -> CPU 0 by two asynchronous calls, booted
                            twice: x2APIC (-cpu max, ICR = wrmsr) and xAPIC (-cpu qemu64,
                            ICR = MMIO stores, the plugin's other IPI path). Expected, the
@@ -49,7 +68,7 @@ Use:
 """
 import os
 
-from . import runner
+from . import runner, verdict
 
 PINGPONG_TOL = 0.15     # |measured - expected| / expected
 IPI_TOL_LO = 0.03       # expected x (1 - IPI_TOL_LO) <= measured <= expected x (1 + IPI_TOL_HI)
@@ -60,6 +79,9 @@ CMDLINE_XAPIC = "bench=modelsmp.ipi_roundtrip"
 CPU1_LINES = 3          # lines CPU 1 takes from CPU 0 on the path (see above)
 CMDLINE_CALLS = "bench=ipi.*"
 CALLS_TOL = 0.01        # |call_single - call_all| / call_single at 2 CPUs
+CMDLINE_LLC = "bench=modelsmp.llc_remote"
+LLC_TOL = 0.05          # |measured - expected| / expected
+LLC_MAX_SMP = 16        # the cross-socket boot only up to this many CPUs
 
 
 def load_profile(name_or_path):
@@ -139,17 +161,120 @@ def check_calls(results):
     return []
 
 
+def check_parts(results):
+    """Failures of the breakdown: every model figure carries its parts (part.*, the
+    median run's cycles per op) and they add up to its median within verdict.PARTS_TOL."""
+    fails = []
+    for r in results:
+        if r.get("unit") != "model_cycles":
+            continue
+        m = verdict.parts_mismatch(r)
+        name = "%s.%s [%s]" % (r["bench"], r["metric"], r.get("variant"))
+        if m is None:
+            fails.append("parts: %s carries no part.* fields" % name)
+        elif abs(m) > verdict.PARTS_TOL:
+            fails.append("parts: %s: the parts add up to %.2f, the median is %.2f (%+.2f%%, "
+                         "tolerance %.1f%%)" % (name, r["median"] * (1 + m), r["median"],
+                                                m * 100, verdict.PARTS_TOL * 100))
+    return fails
+
+
+def xadd_expected(r, profile):
+    """The expected round trip of modelsmp.xadd_pingpong (module docstring); None when the
+    figure lacks its parts or access count."""
+    extra = r.get("extra") or {}
+    try:
+        own = float(extra["part.insns"]) + float(extra["part.penalties"])
+    except (KeyError, ValueError):
+        return None
+    acc = _ev(r, "model_mem_access")
+    if acc is None:
+        return None
+    return 2 * profile["c2c_lat"] + 2 * (own + acc * profile["l1d_lat"])
+
+
+def check_xadd(r, profile):
+    """Failures of one modelsmp.xadd_pingpong figure (None: missing)."""
+    if r is None:
+        return ["modelsmp.xadd_pingpong: no model figure"]
+    fails = []
+    exp = xadd_expected(r, profile)
+    if exp is None:
+        fails.append("modelsmp.xadd_pingpong: the figure lacks its parts or its access count")
+    else:
+        dev = (r["median"] - exp) / exp
+        if abs(dev) > PINGPONG_TOL:
+            fails.append("modelsmp.xadd_pingpong: %.2f model cycles per round trip, expected "
+                         "2 x c2c_lat (%d) + twice one CPU's instructions, penalties and L1 "
+                         "hits = %.2f (%+.1f%%, tolerance %.0f%%): an atomic on a line "
+                         "another CPU holds modified is one transfer"
+                         % (r["median"], profile["c2c_lat"], exp, dev * 100,
+                            PINGPONG_TOL * 100))
+    x = _ev(r, "model_c2c_transfer")
+    if x is None or abs(x - 1.0) > EVENT_TOL:
+        fails.append("modelsmp.xadd_pingpong: ev.model_c2c_transfer=%s per op on each CPU, "
+                     "expected 1.0 (two per round trip)" % x)
+    return fails
+
+
+def socket_of(cpu, profile):
+    return int(cpu // profile["cores_per_socket"]) % int(profile["sockets"])
+
+
+def llc_expected(r, profile):
+    """(expected cycles per load, remote?) of a modelsmp.llc_remote figure; expected is
+    None when the figure lacks its parts."""
+    remote = socket_of(0, profile) != socket_of(r["cpus"] - 1, profile)
+    extra = r.get("extra") or {}
+    try:
+        own = float(extra["part.insns"]) + float(extra["part.penalties"])
+    except (KeyError, ValueError):
+        return None, remote
+    return (profile["c2c_remote_lat"] if remote else profile["llc_lat"]) + own, remote
+
+
+def check_llc(r, profile):
+    """Failures of one modelsmp.llc_remote figure (None: missing)."""
+    if r is None:
+        return ["modelsmp.llc_remote: no model figure"]
+    exp, remote = llc_expected(r, profile)
+    where = "CPU 0 and CPU %d on %s" % (r["cpus"] - 1, "different sockets (CCDs)" if remote
+                                        else "one socket")
+    if exp is None:
+        return ["modelsmp.llc_remote (%s): the figure lacks its parts" % where]
+    fails = []
+    dev = (r["median"] - exp) / exp
+    if abs(dev) > LLC_TOL:
+        fails.append("modelsmp.llc_remote (%s): %.2f model cycles per load, expected %s + "
+                     "the load's instructions = %.2f (%+.1f%%, tolerance %.0f%%)"
+                     % (where, r["median"], "c2c_remote_lat" if remote else "llc_lat", exp,
+                        dev * 100, LLC_TOL * 100))
+    x, want = _ev(r, "model_llc_remote"), 1.0 if remote else 0.0
+    if x is None or abs(x - want) > EVENT_TOL:
+        fails.append("modelsmp.llc_remote (%s): ev.model_llc_remote=%s per load, expected %.1f"
+                     % (where, x, want))
+    return fails
+
+
+def llc_smp(profile):
+    """The CPU count of the cross-socket modelsmp.llc_remote boot, or None."""
+    n = int(profile["cores_per_socket"]) + 1
+    return n if profile["sockets"] > 1 and n <= LLC_MAX_SMP else None
+
+
 def check(results, profile, apic="x2apic"):
     """results: parse_log(...)["results"] of a model boot of bench=modelsmp.* at -smp 2
     (apic: the boot's APIC mode; xapic boots run only modelsmp.ipi_roundtrip; "calls": a
     bench=ipi.* boot, check_calls); profile: load_profile(). Returns a list of failure
     messages (empty = all passed)."""
-    fails = []
+    fails = check_parts(results)
     cpi = float(profile["base_cpi"])
     if apic == "calls":
-        return check_calls(results)
+        return fails + check_calls(results)
+    if apic == "llc":
+        return fails + check_llc(_find(results, "modelsmp.llc_remote"), profile)
     if apic != "x2apic":
-        return check_ipi(_find(results, "modelsmp.ipi_roundtrip"), profile, apic)
+        return fails + check_ipi(_find(results, "modelsmp.ipi_roundtrip"), profile, apic)
 
     r = _find(results, "modelsmp.line_pingpong")
     if r is None:
@@ -171,29 +296,37 @@ def check(results, profile, apic="x2apic"):
             fails.append("modelsmp.line_pingpong: ev.model_c2c_transfer=%s per op on each CPU, "
                          "expected 1.0 (two per round trip)" % x)
 
+    fails += check_xadd(_find(results, "modelsmp.xadd_pingpong"), profile)
+    fails += check_llc(_find(results, "modelsmp.llc_remote"), profile)
     fails += check_ipi(_find(results, "modelsmp.ipi_roundtrip"), profile)
     return fails
 
 
 def run(profile, outdir, timeout=900):
     """Boots bench=modelsmp.* at -smp 2 under the profile with an x2APIC CPU,
-    modelsmp.ipi_roundtrip with an xAPIC one and bench=ipi.* with an x2APIC one (three
-    QEMUs, ~10-40 s each), and checks them. Returns (passed, failed, failure messages);
-    passed/failed count the four checks (a failed boot fails its checks)."""
+    modelsmp.ipi_roundtrip with an xAPIC one, bench=ipi.* with an x2APIC one, and for a
+    profile with small sockets (llc_smp) modelsmp.llc_remote across two of them (three or
+    four QEMUs, ~10-60 s each), and checks them. Returns (passed, failed, failure messages);
+    passed/failed count the checks (a failed boot fails its checks)."""
     passed = failed = 0
     all_fails = []
     prof = load_profile(profile)
-    for apic, cpu, cmdline, benches in (
-            ("x2apic", "max", CMDLINE, ("modelsmp.line_pingpong", "modelsmp.ipi_roundtrip:")),
-            ("xapic", "qemu64", CMDLINE_XAPIC, ("modelsmp.ipi_roundtrip (xAPIC)",)),
-            ("calls", "max", CMDLINE_CALLS, ("ipi.calls",))):
+    boots = [("x2apic", "max", CMDLINE, ("modelsmp.line_pingpong", "modelsmp.xadd_pingpong",
+                                         "modelsmp.llc_remote", "modelsmp.ipi_roundtrip:",
+                                         "parts:"), 2),
+             ("xapic", "qemu64", CMDLINE_XAPIC, ("modelsmp.ipi_roundtrip (xAPIC)", "parts:"), 2),
+             ("calls", "max", CMDLINE_CALLS, ("ipi.calls", "parts:"), 2)]
+    if llc_smp(prof):
+        boots.append(("llc", "max", CMDLINE_LLC, ("modelsmp.llc_remote", "parts:"),
+                      llc_smp(prof)))
+    for apic, cpu, cmdline, benches, smp in boots:
         d = os.path.join(outdir, apic)
         os.makedirs(d, exist_ok=True)
-        cfg = {"cmdline": cmdline, "smp": 2, "mem": "512M", "cpu": cpu, "firmware": "bios",
+        cfg = {"cmdline": cmdline, "smp": smp, "mem": "512M", "cpu": cpu, "firmware": "bios",
                "accel": "tcg", "icount": True, "model": profile, "timeout": timeout}
         rec, _ = runner.boot(cfg, d, name="modelcheck-smp-" + apic)
         got = (rec.get("machine") or {}).get("apic")
-        want = "x2apic" if apic == "calls" else apic
+        want = "x2apic" if apic in ("calls", "llc") else apic
         if rec["status"] != "pass" or rec["log"]["errors"] or rec.get("mode") != "model" \
                 or got != want:
             failed += len(benches)

@@ -405,66 +405,76 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
     return " ".join(out)
 
 
-# The parts of a model-cycle figure (docs/COSTMODEL.md): instructions at base_cpi, the
-# latency of every access (cache levels and transfers between CPUs), TLB misses and walks,
-# rep-string lines, and waits; what is left is fixed penalties (atomics, serialising
-# instructions, fences, interrupts, pause, hlt, I/O).
-MODEL_PARTS = (("instructions", None), ("cache and transfer latency", "model_cyc_cache"),
-               ("TLB misses and walks", "model_cyc_tlb"), ("rep-string lines", "model_cyc_rep"),
-               ("waits for other CPUs", "model_wait_cycles"))
+# The parts of a model-cycle figure (docs/COSTMODEL.md, "Where the cycles went"), as the
+# plugin prints them beside each figure (part.NAME, the median run's cycles per operation):
+# per vCPU the clock is exactly their sum, so they add up to the median.
+MODEL_PARTS = (("instructions", "insns"), ("fixed penalties", "penalties"),
+               ("cache and transfer latency", "cache"), ("TLB misses and walks", "tlb"),
+               ("rep-string lines", "rep"), ("MMIO", "io"),
+               ("waits for other CPUs' stores", "wait"), ("IPI waits", "ipi"))
+PARTS_TOL = 0.005       # |sum of the parts - median| / median
 # The counts quoted beside them, when they move.
 MODEL_COUNTS = ("model_l1d_miss", "model_l2_miss", "model_llc_miss", "model_c2c_transfer",
                 "model_dtlb_miss", "model_walk", "model_atomic", "model_serialise",
                 "model_fence", "model_iret")
 
 
-def load_profile(model):
-    from . import modelcheck, runner
+def model_parts(r):
+    """[(part, cycles per operation)] of a model figure, or None when its plugin printed
+    no parts (figures saved before the plugin did)."""
+    extra = (r or {}).get("extra") or {}
     try:
-        return modelcheck.load_profile(runner.resolve_profile(model))
-    except Exception:       # a run from a profile this checkout does not have
+        return [(what, float(extra["part." + name])) for what, name in MODEL_PARTS]
+    except (KeyError, ValueError):
         return None
 
 
-def model_breakdown(ra, rb, base_cpi):
-    """[(part, cycles a, cycles b)] of the two figures' model cycles per operation, the
-    fixed penalties last (what the parts above leave of the median)."""
-    rows = []
-    for what, name in MODEL_PARTS:
-        if name is None:
-            a = (ra.get("instructions") or 0.0) * base_cpi
-            b = (rb.get("instructions") or 0.0) * base_cpi
-        else:
-            a, b = ev(ra, name), ev(rb, name)
-        rows.append((what, a, b))
-    waited = ev(ra, "model_wait_cycles") or ev(rb, "model_wait_cycles")
-    # the guest's instruction count includes the spin loops the model does not charge
-    # while a CPU waits, so with waits this remainder is fixed penalties less those
-    rows.append(("fixed penalties, less uncharged spin-loop instructions" if waited else
-                 "fixed penalties", ra["median"] - sum(r[1] for r in rows),
-                 rb["median"] - sum(r[2] for r in rows)))
-    return rows
+def parts_mismatch(r, parts=None):
+    """(sum of the parts - median) / median of a model figure; None without parts."""
+    parts = model_parts(r) if parts is None else parts
+    if parts is None:
+        return None
+    total = sum(x for _, x in parts)
+    return (total - r["median"]) / r["median"] if r["median"] else total
+
+
+def model_breakdown(ra, rb):
+    """[(part, cycles a, cycles b)] of the two figures' model cycles per operation, or None
+    when either figure has no parts."""
+    pa, pb = model_parts(ra), model_parts(rb)
+    if pa is None or pb is None:
+        return None
+    return [(w, a, b) for (w, a), (_, b) in zip(pa, pb)]
 
 
 def model_sentences(exp, groups, model):
     """Where the model's cycles per operation went, and the counts that moved."""
-    prof = load_profile(model)
     out = []
     for (bench, metric, cpus), byv in groups[:1]:
         ra, rb = byv.get(exp.cost[0]), byv.get(exp.cost[1])
-        if ra is None or rb is None or prof is None:
+        if ra is None or rb is None:
             continue
-        rows = model_breakdown(ra, rb, prof["base_cpi"])
+        rows = model_breakdown(ra, rb)
+        counts = ["%s %s -> %s" % (n.replace("model_", ""), fmt_count(round(ev(ra, n), 4)),
+                                   fmt_count(round(ev(rb, n), 4)))
+                  for n in MODEL_COUNTS if abs(ev(rb, n) - ev(ra, n)) >= 0.01]
+        tail = "; counts per operation: " + ", ".join(counts) if counts else ""
+        if rows is None:
+            out.append("No breakdown of the model's cycles: the figures carry no part.* "
+                       "fields (a plugin older than the breakdown).%s"
+                       % (" Counts per operation: %s." % ", ".join(counts) if counts else ""))
+            continue
         moved = sorted(rows, key=lambda r: -abs(r[2] - r[1]))
         parts = ["%s %s -> %s (%s)" % (w, num(a), num(b), num_s(b - a))
                  for w, a, b in moved if abs(b - a) >= 0.005 * max(1.0, abs(rb["median"]
                                                                           - ra["median"]))]
-        counts = ["%s %s -> %s" % (n.replace("model_", ""), fmt_count(round(ev(ra, n), 4)),
-                                   fmt_count(round(ev(rb, n), 4)))
-                  for n in MODEL_COUNTS if abs(ev(rb, n) - ev(ra, n)) >= 0.01]
-        out.append("Where the model's cycles per operation went, %s -> %s (profile %s): %s%s."
+        off = [(r, parts_mismatch(r)) for r in (ra, rb)]
+        bad = ["%s: parts add up to %s, median %s" % (r["variant"], num(r["median"] * (1 + m)),
+                                                      num(r["median"]))
+               for r, m in off if abs(m) > PARTS_TOL]
+        out.append("Where the model's cycles per operation went, %s -> %s (profile %s): %s%s%s."
                    % (exp.cost[0], exp.cost[1], model, "; ".join(parts) or "nothing moved",
-                      "; counts per operation: " + ", ".join(counts) if counts else ""))
+                      tail, " (the parts do not add up: %s)" % "; ".join(bad) if bad else ""))
     if exp.model_note:
         out.append("Not modelled, and relevant here: %s" % exp.model_note)
     return out
