@@ -110,28 +110,45 @@ u64 nr_free_pcp_pages(void)
 	return s;
 }
 
+/*
+ * Up to @n blocks from the buddy onto @list; zone lock held. @store_mt: record in each
+ * page the type it was taken for (the cached variant's in-lock write). Always inlined
+ * with a constant @store_mt, so the lookup variant's loop has neither the store nor a
+ * test for it.
+ */
+static inline __attribute__((always_inline)) unsigned
+rmqueue_bulk_locked(struct list_head *list, unsigned order, int mt, u64 mark, unsigned n,
+		    bool store_mt)
+{
+	unsigned got = 0;
+	for (; got < n; got++) {
+		struct page *page = __rmqueue(order, mt, mark);
+		if (!page)
+			break;
+		/* a borrowed block's own list type is overwritten, as in Linux */
+		if (store_mt)
+			page->migratetype = (u8)mt;
+		page->flags |= PG_pcp;
+		list_add_tail(&page->lru, list);
+	}
+	return got;
+}
+
 /* Refill one list from the buddy under one lock hold. Irqs off. Returns blocks added. */
 static unsigned pcp_refill(struct per_cpu_pages *pcp, unsigned order, int mt, gfp_t gfp)
 {
 	unsigned idx = pcp_index(order, mt);
 	u32 batch = eff_batch(pcp, eff_high(pcp));
-	unsigned n = order ? MAX(batch >> order, 2u) : batch, got = 0;
+	unsigned n = order ? MAX(batch >> order, 2u) : batch, got;
 	u64 mark = wmark_for_gfp(gfp);
-	bool cache_mt = READ_ONCE(pcp_mt) == PCP_MT_CACHED;
 
 	zone_lock_irqoff();
-	for (; got < n; got++) {
-		struct page *page = __rmqueue(order, mt, mark);
-		if (!page)
-			break;
-		/* cached: every page taken from the buddy records the type it was taken
-		 * for, under the lock (a borrowed block's own list type is overwritten);
-		 * lookup: no write, the field keeps whatever the buddy left. */
-		if (cache_mt)
-			page->migratetype = (u8)mt;
-		page->flags |= PG_pcp;
-		list_add_tail(&page->lru, &pcp->lists[idx]);
-	}
+	/* cached: every page records, under the lock, the type it was taken for; lookup:
+	 * no write, the field keeps whatever the buddy left. */
+	if (READ_ONCE(pcp_mt) == PCP_MT_CACHED)
+		got = rmqueue_bulk_locked(&pcp->lists[idx], order, mt, mark, n, true);
+	else
+		got = rmqueue_bulk_locked(&pcp->lists[idx], order, mt, mark, n, false);
 	zone_unlock_irqoff();
 	if (got) {
 		pcp->list_count[idx] += got;
