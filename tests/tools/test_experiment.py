@@ -139,7 +139,7 @@ class ReportTest(unittest.TestCase):
         v = ex.Analysis(e, res, True).verdict()
         text = " ".join(v["text"].split())
         self.assertIn("the fork copied none of the region's 8208 page tables", text)
-        self.assertIn("the copy allocated 3 table pages per fork+exit", text)
+        self.assertIn("per fork+exit the copy allocated 3 table page(s)", text)
         # the second opinion copies by design: no such sentence there
         self.assertIsNone(e.alternative().exercised)
         # the Linux cost of the thread's own test names the boot that measured it

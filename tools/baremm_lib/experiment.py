@@ -236,8 +236,8 @@ def exercised_002(evs):
     deferred = on.get("rcu_deferred", 0.0)
     if alloc <= FORK_OWN_TABLES:
         what = ("the fork copied none of the region's %d page tables (as on Linux: the "
-                "region is only read, zero-page entries, so it has no private pages): the "
-                "copy allocated %s table pages per fork+exit, the child's own top levels, "
+                "region is only read, zero-page entries, so it has no private pages): per "
+                "fork+exit the copy allocated %s table page(s), the child's own top level, "
                 "and the exit freed %s (%s of them after a grace period under "
                 "ptfree_rcu=on). The region's tables are freed once, by the parent's exit "
                 "after the timed forks, so what the thread timed hardly exercised the RCU "
