@@ -76,15 +76,16 @@ static u64 file_index(const struct vm_region *r, u64 va)
 }
 
 /* A new private page mapped at an empty slot. */
-static void map_new_anon(struct mm_struct *mm, const struct vm_region *r, u64 *slot,
+static void map_new_anon(struct mm_struct *mm, struct vm_region *r, u64 *slot,
 			 struct page *page)
 {
+	r->anon_vma = true;
 	page_add_rmap(page);
 	pt_set(slot, mk_pte(page_to_pfn(page), leaf_flags(r, r->prot & VM_WRITE)));
 	mm->rss[MM_RSS_ANON]++;
 }
 
-static int do_anonymous(struct mm_struct *mm, const struct vm_region *r, u64 *slot, bool write)
+static int do_anonymous(struct mm_struct *mm, struct vm_region *r, u64 *slot, bool write)
 {
 	if (!write) {
 		pt_set(slot, mk_pte(page_to_pfn(zero_page), leaf_flags(r, false) | _PAGE_SPECIAL));
@@ -99,7 +100,7 @@ static int do_anonymous(struct mm_struct *mm, const struct vm_region *r, u64 *sl
 	return 0;
 }
 
-static int do_refpage(struct mm_struct *mm, const struct vm_region *r, u64 *slot, bool write)
+static int do_refpage(struct mm_struct *mm, struct vm_region *r, u64 *slot, bool write)
 {
 	int mode = READ_ONCE(refpage_init);
 	struct refpage *ref = r->obj;
@@ -123,7 +124,7 @@ static int do_refpage(struct mm_struct *mm, const struct vm_region *r, u64 *slot
 	return 0;
 }
 
-static int do_file(struct mm_struct *mm, const struct vm_region *r, u64 va, u64 *slot, bool write)
+static int do_file(struct mm_struct *mm, struct vm_region *r, u64 va, u64 *slot, bool write)
 {
 	struct page *page = filemap_get_page(r->obj, file_index(r, va));
 	if (!page)
@@ -152,7 +153,7 @@ static int do_file(struct mm_struct *mm, const struct vm_region *r, u64 va, u64 
 	return 0;
 }
 
-static int do_missing(struct mm_struct *mm, const struct vm_region *r, u64 va, u64 *slot, bool write)
+static int do_missing(struct mm_struct *mm, struct vm_region *r, u64 va, u64 *slot, bool write)
 {
 	switch (r->kind) {
 	case VM_ANON:
@@ -168,7 +169,7 @@ static int do_missing(struct mm_struct *mm, const struct vm_region *r, u64 va, u
 }
 
 /* Write to a present read-only leaf of a writable region. */
-static int do_wp(struct mm_struct *mm, const struct vm_region *r, u64 va, u64 *slot, u64 pte)
+static int do_wp(struct mm_struct *mm, struct vm_region *r, u64 va, u64 *slot, u64 pte)
 {
 	struct page *old = pfn_to_page(pte_pfn(pte));
 	struct page *page;
@@ -181,6 +182,7 @@ static int do_wp(struct mm_struct *mm, const struct vm_region *r, u64 va, u64 *s
 			return -1;
 		if (!zero)
 			memcpy(page_address(page), page_address(old), PAGE_SIZE);
+		r->anon_vma = true;
 		page_add_rmap(page);
 		replace_and_flush(mm, va, slot, mk_pte(page_to_pfn(page), leaf_flags(r, true)));
 		mm->rss[MM_RSS_ANON]++;
@@ -203,6 +205,7 @@ static int do_wp(struct mm_struct *mm, const struct vm_region *r, u64 va, u64 *s
 	if (!page)
 		return -1;
 	memcpy(page_address(page), page_address(old), PAGE_SIZE);
+	r->anon_vma = true;
 	page_add_rmap(page);
 	replace_and_flush(mm, va, slot, mk_pte(page_to_pfn(page), leaf_flags(r, true)));
 	/* No CPU can reach the old page through this mapping any more. */

@@ -218,7 +218,7 @@ long vm_mmap(struct mm_struct *mm, u64 start, u64 len, u32 prot, enum vm_kind ki
 		goto out;
 	}
 	struct vm_region r = { .start = start, .end = start + len, .prot = prot, .kind = kind,
-			       .obj = obj, .pgoff = 0 };
+			       .obj = obj, .pgoff = 0, .anon_vma = false };
 	region_get_obj(&r);
 	region_insert(mm, i, &r);
 	ret = (long)start;
@@ -340,6 +340,10 @@ struct mm_struct *dup_mm(struct mm_struct *parent)
 	child->nr_regions = parent->nr_regions;
 	for (unsigned i = 0; i < parent->nr_regions && !err; i++) {
 		const struct vm_region *r = &parent->regions[i];
+		/* Linux's vma_needs_copy(): without private pages every entry is one a
+		 * fault in the child fills alike, so fork leaves the tables out. */
+		if (!r->anon_vma)
+			continue;
 		err = pt_copy_range(&child->pt, &parent->pt, r->start, r->end, &st);
 	}
 	child->rss[MM_RSS_ANON] = st.anon;

@@ -19,7 +19,8 @@
  *
  * Region kinds:
  *   VM_ANON          private anonymous: a read maps the shared zero page, a write a fresh
- *                    zeroed page; copy on write after dup_mm.
+ *                    zeroed page (and sets the region's anon_vma); copy on write after
+ *                    dup_mm.
  *   VM_FILE_SHARED   shared file-like (obj = struct file_obj *): every mapper maps the
  *                    object's pages; a write makes them dirty (counted, tracked).
  *   VM_FILE_PRIVATE  private file-like: reads map the object's page read-only, a write
@@ -62,6 +63,11 @@ struct vm_region {
 	u32 kind;		/* enum vm_kind */
 	void *obj;		/* struct file_obj * / struct refpage * / NULL */
 	u64 pgoff;		/* object page index mapped at start */
+	/* Private pages may be mapped here (Linux: vma->anon_vma set). Set by the first
+	 * fault that maps a private page (a write, a copy on write, a filled refpage);
+	 * never by a read that maps the zero page, a reference page or a file page.
+	 * Kept by fork and by splits; dup_mm copies page tables only of regions with it. */
+	bool anon_vma;
 };
 
 enum { MM_RSS_ANON, MM_RSS_SHARED, MM_RSS_PGTABLES, MM_NR_RSS };
@@ -99,7 +105,9 @@ void mm_put(struct mm_struct *mm);
  * switched to the kernel root if it has. */
 void mm_destroy(struct mm_struct *mm);
 /* fork: a new mm with the same regions; private pages shared copy-on-write, shared pages
- * shared. NULL when out of memory. */
+ * shared. As Linux's fork, only regions with anon_vma have their page tables copied;
+ * the child faults the others in again (zero page, reference page, file pages). NULL when
+ * out of memory. */
 struct mm_struct *dup_mm(struct mm_struct *parent);
 
 /* Map a region: start = 0 picks a free, 2 MiB aligned address at or above MM_MMAP_BASE.

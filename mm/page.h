@@ -9,8 +9,10 @@
  *               pcp: order of the block on the pcp list (PG_pcp);
  *               allocated: order of the block, on its head (PG_head).
  *   migratetype buddy: the free list (migratetype) the block this page heads sits on;
- *               pcp: migratetype cached when the page entered a pcp list (bulk free
- *               reads it under pcp_mt=cached, not under lookup). Always < MIGRATE_TYPES.
+ *               pcp, under pcp_mt=cached: the type stored when the page entered the
+ *               list (refill: the type it was taken for; free: its pageblock's), which
+ *               bulk free reads; under lookup pcp neither writes nor reads it (it keeps
+ *               the buddy's last value). Always < MIGRATE_TYPES.
  *   pt_used     page-table pages: number of present entries (to free empty tables).
  *   refcount    references held (allocation = 1; each mapping of a shared/COW page +1).
  *   mapcount    PTEs mapping this page (rmap-lite); 0 = unmapped.

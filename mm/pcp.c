@@ -8,7 +8,12 @@
  *   once count >= high bulk-frees count - (high - batch) pages (at least `batch`) under
  *   one zone-lock hold, one block at a time round-robin over the non-empty lists,
  *   coldest (tail) first.
- * - Bulk free learns each page's migratetype per the `pcp_mt` variant (seed 003).
+ * - Bulk free learns each page's migratetype per the `pcp_mt` variant (seed 003):
+ *   `cached` as Linux before 6.10 (6.6 is the seed's base): the type is stored in the
+ *   page when it enters a list (at refill under the zone lock, at free from its
+ *   pageblock) and bulk free reads it back, looking the pageblock up only while the
+ *   zone has isolated pageblocks; `lookup` as Linux since 6.10: nothing is stored and
+ *   bulk free reads every page's pageblock.
  *
  * Every operation on a CPU's lists runs on that CPU with interrupts disabled; remote
  * drains go through a cross-CPU call.
@@ -105,23 +110,45 @@ u64 nr_free_pcp_pages(void)
 	return s;
 }
 
+/*
+ * Up to @n blocks from the buddy onto @list; zone lock held. @store_mt: record in each
+ * page the type it was taken for (the cached variant's in-lock write). Always inlined
+ * with a constant @store_mt, so the lookup variant's loop has neither the store nor a
+ * test for it.
+ */
+static inline __attribute__((always_inline)) unsigned
+rmqueue_bulk_locked(struct list_head *list, unsigned order, int mt, u64 mark, unsigned n,
+		    bool store_mt)
+{
+	unsigned got = 0;
+	for (; got < n; got++) {
+		struct page *page = __rmqueue(order, mt, mark);
+		if (!page)
+			break;
+		/* a borrowed block's own list type is overwritten, as in Linux */
+		if (store_mt)
+			page->migratetype = (u8)mt;
+		page->flags |= PG_pcp;
+		list_add_tail(&page->lru, list);
+	}
+	return got;
+}
+
 /* Refill one list from the buddy under one lock hold. Irqs off. Returns blocks added. */
 static unsigned pcp_refill(struct per_cpu_pages *pcp, unsigned order, int mt, gfp_t gfp)
 {
 	unsigned idx = pcp_index(order, mt);
 	u32 batch = eff_batch(pcp, eff_high(pcp));
-	unsigned n = order ? MAX(batch >> order, 2u) : batch, got = 0;
+	unsigned n = order ? MAX(batch >> order, 2u) : batch, got;
 	u64 mark = wmark_for_gfp(gfp);
 
 	zone_lock_irqoff();
-	for (; got < n; got++) {
-		/* page->migratetype keeps the free list it came from: the cached type. */
-		struct page *page = __rmqueue(order, mt, mark);
-		if (!page)
-			break;
-		page->flags |= PG_pcp;
-		list_add_tail(&page->lru, &pcp->lists[idx]);
-	}
+	/* cached: every page records, under the lock, the type it was taken for; lookup:
+	 * no write, the field keeps whatever the buddy left. */
+	if (READ_ONCE(pcp_mt) == PCP_MT_CACHED)
+		got = rmqueue_bulk_locked(&pcp->lists[idx], order, mt, mark, n, true);
+	else
+		got = rmqueue_bulk_locked(&pcp->lists[idx], order, mt, mark, n, false);
 	zone_unlock_irqoff();
 	if (got) {
 		pcp->list_count[idx] += got;
@@ -192,8 +219,9 @@ static void free_pcppages_bulk(struct per_cpu_pages *pcp, long nr)
 
 	zone_lock_irqoff();
 	/* cached: a pageblock isolated while its pages sat here makes every cached type
-	 * suspect, so each page checks this (read once per pass, tested per page) */
-	bool isolated = READ_ONCE(mm_zone.isolated_pageblocks) != 0;
+	 * suspect, so each page tests this (read once per pass, under the lock, and only
+	 * by the variant that needs it). */
+	bool isolated = mode == PCP_MT_CACHED && READ_ONCE(mm_zone.isolated_pageblocks) != 0;
 	while (nr > 0 && pcp->count) {
 		unsigned idx = pcp->rr;
 		do {

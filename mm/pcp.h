@@ -9,8 +9,9 @@
 
 /* The `pcp_mt` variant: where bulk free learns a page's migratetype. */
 #define PCP_MT_LIST(X)                                                                      \
-	X(PCP_MT_CACHED, "cached", "page->migratetype, recorded when the page entered the list") \
-	X(PCP_MT_LOOKUP, "lookup", "the pageblock bitmap, read at the free")
+	X(PCP_MT_CACHED, "cached",                                                          \
+	  "page->migratetype, stored when the page entered the list (refill, free)")        \
+	X(PCP_MT_LOOKUP, "lookup", "the pageblock bitmap, read at the free; nothing stored")
 enum pcp_mt { PCP_MT_LIST(OPTION_ENUM_CONST) };
 
 DECLARE_OPTION_BOOL(opt_pcp);		/* `pcp` (variant) */

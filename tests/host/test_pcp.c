@@ -306,6 +306,120 @@ HTEST(pcp_mt_lookup_returns_stolen_page_to_current_list)
 	HT_EXPECT_EQ(lookups, 1);
 }
 
+/*
+ * Seed 003, the refill side. All memory is allocated movable with pcp off; then one
+ * pageblock's pages are freed and an unmovable allocation claims the block, so (almost)
+ * every free page sits on the unmovable lists and a movable refill borrows them. Under
+ * cached, refill stores the type the pages were taken for (movable) in each page; under
+ * lookup it writes nothing, so each page keeps the type of the list the buddy had it on
+ * (its pageblock's). Returns how many refilled pages came from the borrowed block.
+ */
+static unsigned refill_from_borrowed_blocks(int mode, int *ht_failures)
+{
+	min_free_kbytes = 4;
+	struct env_range mem[] = { { 0x100000, 16 << 20 } };
+	env_setup_ranges(mem, 1, NULL, 0, 1, true);
+	pcp_mt = mode;
+	pcp_params(16, 64);
+	opt_pcp = false;
+	struct page **all = calloc(max_pfn, sizeof(*all));
+	struct page *p;
+	while ((p = alloc_pages(GFP_USER | __GFP_ATOMIC, 0)))
+		all[page_to_pfn(p)] = p;
+	u64 pb = 0;
+	for (u64 b = 1; b < max_pfn / PAGEBLOCK_NR_PAGES && !pb; b++) {
+		bool full = true;
+		for (u64 i = 0; i < PAGEBLOCK_NR_PAGES && full; i++)
+			full = all[(b << PAGEBLOCK_ORDER) + i] != NULL;
+		if (full)
+			pb = b;
+	}
+	unsigned borrowed = 0;
+	if (!pb) {
+		HT_EXPECT(pb != 0);
+		goto out;
+	}
+	u64 base = pb << PAGEBLOCK_ORDER;
+	for (u64 i = 1; i < PAGEBLOCK_NR_PAGES; i++) {	/* page `base` stays allocated */
+		free_pages(all[base + i], 0);
+		all[base + i] = NULL;
+	}
+	struct page *u = alloc_pages(GFP_KERNEL, 0);	/* claims the pageblock */
+	HT_EXPECT(u != NULL);
+	HT_EXPECT_EQ(__pageblock_mt(base), MIGRATE_UNMOVABLE);
+	if (u)
+		free_pages(u, 0);
+	opt_pcp = true;
+
+	u64 refills = ev(EV_PGALLOC_PCP_REFILL);
+	p = alloc_pages(GFP_USER, 0);
+	if (!p) {
+		HT_EXPECT(p != NULL);
+		goto out;
+	}
+	HT_EXPECT_EQ(ev(EV_PGALLOC_PCP_REFILL), refills + 1);
+	struct list_head *list = &pcp_cpu[0].lists[pcp_index(0, MIGRATE_MOVABLE)];
+	list_add(&p->lru, list);	/* walk the allocated page with the listed ones */
+	unsigned seen = 0;
+	struct page *q;
+	list_for_each_entry(q, list, lru) {
+		int pbt = __pageblock_mt(page_to_pfn(q));
+		borrowed += pbt == MIGRATE_UNMOVABLE;
+		HT_EXPECT_EQ(q->migratetype, mode == PCP_MT_CACHED ? MIGRATE_MOVABLE : pbt);
+		seen++;
+	}
+	list_del(&p->lru);
+	HT_EXPECT_EQ(seen, 16);
+	HT_EXPECT_EQ(env_check(), 0);
+	free_pages(p, 0);
+out:
+	for (u64 i = 0; i < max_pfn; i++)
+		if (all[i])
+			free_pages(all[i], 0);
+	free(all);
+	drain_local_pages();
+	HT_EXPECT_EQ(nr_free_buddy_pages(), nr_managed_pages());
+	HT_EXPECT_EQ(env_check(), 0);
+	return borrowed;
+}
+
+HTEST(pcp_mt_cached_refill_stores_type_under_zone_lock)
+{
+	HT_EXPECT(refill_from_borrowed_blocks(PCP_MT_CACHED, ht_failures) >= 15);
+}
+
+HTEST(pcp_mt_lookup_refill_stores_nothing)
+{
+	HT_EXPECT(refill_from_borrowed_blocks(PCP_MT_LOOKUP, ht_failures) >= 15);
+}
+
+/* Seed 003, the bulk-free side: with no isolated pageblock, cached trusts the stored
+ * types (no lookup in bulk free), lookup looks up every page it frees; both look the
+ * type up at every pcp free. */
+HTEST(pcp_mt_bulk_free_lookups_per_variant)
+{
+	for (int mode = PCP_MT_CACHED; mode <= PCP_MT_LOOKUP; mode++) {
+		env_setup(64, 1);
+		pcp_mt = mode;
+		pcp_params(16, 64);
+		LIST_HEAD(l);
+		for (int i = 0; i < 200; i++) {
+			struct page *p = alloc_pages(GFP_USER, 0);
+			HT_ASSERT(p);
+			list_add_tail(&p->lru, &l);
+		}
+		drain_local_pages();
+		u64 lk = ev(EV_PAGEBLOCK_LOOKUP), bulk = ev(EV_PGFREE_BULK);
+		env_free_list(&l);		/* 200 pcp frees, each a pageblock lookup */
+		drain_local_pages();
+		u64 freed = ev(EV_PGFREE_BULK) - bulk;
+		HT_EXPECT_EQ(freed, 200);
+		u64 lookups = ev(EV_PAGEBLOCK_LOOKUP) - lk;
+		HT_EXPECT_EQ(lookups, mode == PCP_MT_CACHED ? 200 : 400);
+		HT_EXPECT_EQ(env_check(), 0);
+	}
+}
+
 HTEST(bulk_alloc_and_free_one_lock_per_batch)
 {
 	env_setup(128, 1);

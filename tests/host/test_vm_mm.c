@@ -343,7 +343,9 @@ HTEST(cow_after_dup)
 	HT_EXPECT_EQ(fake_nr_flushes, fl0 + 1);	/* the parent's writable entries */
 	HT_EXPECT(fake_last_flush()->mm == parent);
 	HT_EXPECT_EQ(mm_rss(child, MM_RSS_ANON), 4);
-	HT_EXPECT_EQ(mm_rss(child, MM_RSS_SHARED), 1);
+	/* the shared region has no private pages: not copied, the child faults it in */
+	HT_EXPECT_EQ(mm_rss(child, MM_RSS_SHARED), 0);
+	HT_EXPECT(!pte_present(pt_get(&child->pt, s)));
 	HT_EXPECT_EQ(child->nr_regions, 2);
 	for (int i = 0; i < 4; i++) {
 		u64 va = a + (u64)i * PAGE_SIZE;
@@ -376,6 +378,8 @@ HTEST(cow_after_dup)
 	HT_EXPECT_EQ(rd(parent, a + 8 * PAGE_SIZE), 0);
 	/* the shared region stays shared */
 	wr(child, s + 1, 0x66);
+	HT_EXPECT_EQ(mm_rss(child, MM_RSS_SHARED), 1);
+	HT_EXPECT_EQ(pfn_at(child, s), pfn_at(parent, s));
 	HT_EXPECT_EQ(rd(parent, s + 1), 0x66);
 	HT_EXPECT_EQ(rd(child, s), 0x55);
 	HT_EXPECT_EQ(fault_errors, 0);
@@ -403,9 +407,23 @@ HTEST(sparse_tables_fork_exit)
 		HT_EXPECT_EQ(rd(mm, a + off), 0);
 	HT_EXPECT_EQ(mm_rss(mm, MM_RSS_PGTABLES), 512 + 1 + 1);
 	HT_EXPECT_EQ(mm_rss(mm, MM_RSS_ANON), 0);
+	/* reads only (the thread's workload): zero-page entries, no anon_vma, so fork
+	 * copies no table at all */
+	HT_EXPECT(!mm->regions[0].anon_vma);
 	struct mm_struct *child = dup_mm(mm);
 	HT_ASSERT(child);
+	HT_EXPECT_EQ(mm_rss(child, MM_RSS_PGTABLES), 0);
+	HT_EXPECT_EQ(rd(child, a + PMD_SIZE), 0);	/* the child faults its own in */
+	HT_EXPECT_EQ(mm_rss(child, MM_RSS_PGTABLES), 3);
+	mm_put(child);
+	/* one write (tools/linux-ref's sparse fork): the region has private pages, and
+	 * the fork copies all of its tables */
+	wr(mm, a, 1);
+	HT_EXPECT(mm->regions[0].anon_vma);
+	child = dup_mm(mm);
+	HT_ASSERT(child);
 	HT_EXPECT_EQ(mm_rss(child, MM_RSS_PGTABLES), 514);
+	HT_EXPECT_EQ(mm_rss(child, MM_RSS_ANON), 1);
 	mm_put(child);
 	/* munmap of the whole region frees every table */
 	HT_EXPECT_EQ(vm_munmap(mm, a, PUD_SIZE), 0);
@@ -414,6 +432,65 @@ HTEST(sparse_tables_fork_exit)
 	HT_EXPECT_EQ(fault_errors, 0);
 	HT_EXPECT_EQ(nr_free_pages(), free0);
 	HT_EXPECT_EQ(event_sum(EV_PGTABLE_ALLOC) - ta0, event_sum(EV_PGTABLE_FREE) - tf0);
+}
+
+/* Linux's fork rule (vma_needs_copy): page tables are copied only for regions that have
+ * private pages; a read (zero page, reference page, file page) never gives a region one,
+ * a write, a copy on write or a filled reference page does, and a split keeps it. */
+HTEST(fork_copies_only_regions_with_private_pages)
+{
+	setup();
+	u64 free0 = nr_free_pages();
+	struct file_obj *f = file_obj_create(8 * PAGE_SIZE);
+	struct mm_struct *mm = mm_alloc();
+	u64 ar = (u64)vm_mmap(mm, 0, 8 * PAGE_SIZE, VM_READ | VM_WRITE, VM_ANON, NULL);
+	u64 aw = (u64)vm_mmap(mm, 0, 8 * PAGE_SIZE, VM_READ | VM_WRITE, VM_ANON, NULL);
+	u64 pr = (u64)vm_mmap(mm, 0, 8 * PAGE_SIZE, VM_READ | VM_WRITE, VM_FILE_PRIVATE, f);
+	u64 pw = (u64)vm_mmap(mm, 0, 8 * PAGE_SIZE, VM_READ | VM_WRITE, VM_FILE_PRIVATE, f);
+	u64 rr = (u64)vm_mmap(mm, 0, 8 * PAGE_SIZE, VM_READ | VM_WRITE, VM_REFPAGE, NULL);
+	u64 zw = (u64)vm_mmap(mm, 0, 8 * PAGE_SIZE, VM_READ | VM_WRITE, VM_ANON, NULL);
+	fault_errors = 0;
+	for (int i = 0; i < 8; i++) {
+		u64 o = (u64)i * PAGE_SIZE;
+		(void)rd(mm, ar + o);
+		wr(mm, aw + o, 1);
+		(void)rd(mm, pr + o);
+		if (i == 3)
+			wr(mm, pw + o, 2);		/* copy on write of one file page */
+		else
+			(void)rd(mm, pw + o);
+		(void)rd(mm, rr + o);
+		(void)rd(mm, zw + o);
+	}
+	wr(mm, zw + 5 * PAGE_SIZE, 3);			/* copy of the zero page */
+	bool want[] = { false, true, false, true, false, true };
+	for (unsigned i = 0; i < 6; i++)
+		HT_EXPECT_EQ(mm->regions[i].anon_vma, want[i]);
+	/* split the written anonymous region: both halves keep the marker */
+	HT_EXPECT_EQ(vm_munmap(mm, aw + 2 * PAGE_SIZE, PAGE_SIZE), 0);
+	HT_EXPECT(mm->regions[1].anon_vma && mm->regions[2].anon_vma);
+	struct mm_struct *child = dup_mm(mm);
+	HT_ASSERT(child);
+	for (unsigned i = 0; i < child->nr_regions; i++)
+		HT_EXPECT_EQ(child->regions[i].anon_vma, mm->regions[i].anon_vma);
+	HT_EXPECT(!pte_present(pt_get(&child->pt, ar)));
+	HT_EXPECT(!pte_present(pt_get(&child->pt, pr)));
+	HT_EXPECT(!pte_present(pt_get(&child->pt, rr)));
+	HT_EXPECT(pte_present(pt_get(&child->pt, aw)));
+	HT_EXPECT(pte_present(pt_get(&child->pt, pw)));	/* the whole region's tables */
+	HT_EXPECT(pte_present(pt_get(&child->pt, zw)));
+	HT_EXPECT_EQ(mm_rss(child, MM_RSS_ANON), 7 + 1 + 1);
+	/* the child faults the rest in and sees the same contents */
+	HT_EXPECT_EQ(rd(child, ar), 0);
+	HT_EXPECT_EQ(rd(child, pw + 3 * PAGE_SIZE), 2);
+	HT_EXPECT_EQ(rd(child, aw + 7 * PAGE_SIZE), 1);
+	(void)rd(child, pr);
+	HT_EXPECT_EQ(pfn_at(child, pr), pfn_at(mm, pr));	/* the file page, refaulted */
+	HT_EXPECT_EQ(fault_errors, 0);
+	mm_put(child);
+	mm_put(mm);
+	file_obj_put(f);
+	HT_EXPECT_EQ(nr_free_pages(), free0);
 }
 
 HTEST(teardown_of_everything)

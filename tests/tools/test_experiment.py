@@ -126,6 +126,26 @@ class ReportTest(unittest.TestCase):
         self.assertLess(v["claims"][0]["pct_lo"], -1.0)
         self.assertGreater(v["claims"][0]["pct_hi"], -1.0)
 
+    def test_002_says_whether_the_fork_copied_tables(self):
+        r = rec("seed002_icount.log")
+        e = ex.EXPERIMENTS["002"]
+        res = [dict(x, events=dict(x["events"])) for x in r["results"]]
+        # the recorded boot predates the fork rule: its copies held the region's tables
+        v = ex.Analysis(e, res, True).verdict()
+        self.assertIn("the fork copied the region's page tables: 515 table pages",
+                      " ".join(v["text"].split()))
+        for x in res:
+            x["events"]["pt_alloc"], x["events"]["pt_free"] = 3.0, 3.0
+        v = ex.Analysis(e, res, True).verdict()
+        text = " ".join(v["text"].split())
+        self.assertIn("the fork copied none of the region's 8208 page tables", text)
+        self.assertIn("per fork+exit the copy allocated 3 table page(s)", text)
+        # the second opinion copies by design: no such sentence there
+        self.assertIsNone(e.alternative().exercised)
+        # the Linux cost of the thread's own test names the boot that measured it
+        self.assertIn("sparse_fork_reads gib=16,slot=0", v["text"])
+        self.assertIn("tools/linux-ref/run.sh boot 1 icount seed002", v["text"])
+
     def test_003_and_000_noise(self):
         _, v = run_report("003", "seed003_tcg.log", False)
         self.assertEqual(v["agree"], "inconclusive")

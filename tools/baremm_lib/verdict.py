@@ -251,10 +251,21 @@ def projection(eff, lc, r_base, ref=None, model=None):
     if eff.unit != unit:
         return {"reason": "the Linux reference figures are %s (%s) and this run measured %s"
                 % (unit, ref["mode"], eff.unit)}
+    missing = [k for k, _ in lc.terms if k not in s["figures"]]
+    if missing:
+        return {"reason": "the %s set of tools/linux-ref/reference.json has no `%s`"
+                % (name, "`, `".join(missing))}
     cost, formula = linux_cost(lc, r_base, ref, s)
+    # a figure measured by a boot of its own names that boot's command
+    fc = s.get("figure_commands", {})
+    cmds = []
+    for k, _ in lc.terms:
+        c = fc.get(k, s["command"])
+        if c not in cmds:
+            cmds.append(c)
     return {"linux_cost": cost, "formula": formula, "ratio": eff.base / cost,
             "pct": 100.0 * eff.delta / cost, "pct_lo": 100.0 * eff.lo / cost,
-            "pct_hi": 100.0 * eff.hi / cost, "command": s["command"], "cpu": s["cpu"],
+            "pct_hi": 100.0 * eff.hi / cost, "command": "; ".join(cmds), "cpu": s["cpu"],
             "what": lc.what}
 
 
@@ -397,6 +408,8 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
                 evs.append("%s %s" % (e, " -> ".join(fmt_count(x) for x in xs)))
         if evs:
             out.append("Events per operation (%s): %s." % (" -> ".join(vals), ", ".join(evs)))
+        if getattr(exp, "exercised", None):
+            out.append(exp.exercised({v: (byv[v] or {}).get("events", {}) for v in vals}))
     if model:
         out.extend(model_sentences(exp, groups, model))
     out.extend(linux_sentences(exp, linux_out))

@@ -23,6 +23,12 @@
  *                       costs amortised (baremm vm.sparse_tables). fork_empty: the same
  *                       fork + exit + wait without the region (per fork), so
  *                       sparse_fork_marginal = (sparse - empty) / tables.
+ *   sparse_fork_reads   the seed-002 thread's test: a 16 GiB region only read, one byte
+ *                       per 2 MiB (no write: no anon_vma, so fork copies none of its
+ *                       tables), then fork + child _exit + waitpid; op = one fork. Untimed
+ *                       LREF-INFO pgtables lines give the child's and parent's VmPTE and
+ *                       nr_page_table_pages around a fork of the empty process, of the
+ *                       read-only region, and after one write to it.
  *   sparse_munmap       mmap the region, one read per 2 MiB, munmap. op = one table page
  *                       (baremm vm.sparse_tables_munmap). Both sparse shapes run with the
  *                       read at slot 0, slot 511 or spread over the slots of each 2 MiB
@@ -271,6 +277,82 @@ static void bench_sparse_fork(uint64_t gib, int mode, double empty)
 		die("sparse munmap");
 }
 
+/* A number from a "key value" line of a /proc file (VmPTE in status, a vmstat counter). */
+static long proc_value(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	long v = -1;
+	size_t k = strlen(key);
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, k) && (line[k] == ' ' || line[k] == ':' || line[k] == '\t')) {
+			v = strtol(line + k + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/*
+ * Which page tables a fork copies (untimed): the child reports the size of its own page
+ * tables (VmPTE) and the system's table pages (nr_page_table_pages) right after fork;
+ * the parent reports its own and the system's after the child's exit, so the line shows
+ * what the fork built and what the exit freed.
+ */
+static void fork_table_info(const char *tag)
+{
+	long before = proc_value("/proc/vmstat", "nr_page_table_pages");
+	pid_t p = fork();
+	if (p < 0)
+		die("fork");
+	if (p == 0) {
+		printf("LREF-INFO pgtables %s child_VmPTE_kB=%ld nr_page_table_pages_in_child=%ld\n",
+		       tag, proc_value("/proc/self/status", "VmPTE:"),
+		       proc_value("/proc/vmstat", "nr_page_table_pages"));
+		fflush(stdout);
+		_exit(0);
+	}
+	int st;
+	if (waitpid(p, &st, 0) != p)
+		die("waitpid");
+	printf("LREF-INFO pgtables %s parent_VmPTE_kB=%ld nr_page_table_pages_before_fork=%ld "
+	       "after_exit=%ld\n", tag, proc_value("/proc/self/status", "VmPTE:"), before,
+	       proc_value("/proc/vmstat", "nr_page_table_pages"));
+	fflush(stdout);
+}
+
+/*
+ * The seed-002 thread's own test: the sparse region is only read (zero page), so it has
+ * no anon_vma and fork copies none of its tables. op = one fork + exit + wait.
+ */
+static void bench_sparse_fork_reads(uint64_t gib, int mode)
+{
+	uint64_t len = gib << 30;
+	char cas[32];
+	snprintf(cas, sizeof(cas), "gib=%llu,slot=%s", (unsigned long long)gib, slot_name[mode]);
+	fork_table_info("empty");
+	volatile char *a = sparse_map(len);
+	sparse_read(a, len, mode, 0);
+	char tag[64];
+	snprintf(tag, sizeof(tag), "reads_only:%s", cas);
+	fork_table_info(tag);
+	double v[MAXRUNS];
+	for (int r = -g_warmup; r < g_runs; r++) {
+		uint64_t t = fork_exit_wait();
+		run_done(1, r < 0);
+		if (r >= 0)
+			v[r] = (double)t;
+	}
+	report("sparse_fork_reads", cas, "per_fork", v, g_runs, 1, 1);
+	a[slot_off(mode, 0)] = 1;	/* the one write of sparse_fork: now an anon_vma */
+	snprintf(tag, sizeof(tag), "one_write:%s", cas);
+	fork_table_info(tag);
+	if (munmap((void *)a, len))
+		die("sparse munmap");
+}
+
 static void bench_sparse_munmap(uint64_t gib, int mode)
 {
 	uint64_t len = gib << 30, tables = len / PMD_SZ + len / PUD_SZ;
@@ -477,7 +559,7 @@ int main(int argc, char **argv)
 	int ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	g_ncpus = ncpus;
 	model_hello();	/* under the cost model: the plugin states its profile */
-	const char *only = getenv("lref_only"); /* kernel cmdline lref_only=pf|sparse|zap */
+	const char *only = getenv("lref_only"); /* kernel cmdline lref_only=pf|sparse|seed002|zap */
 	const char *runs = getenv("lref_runs");
 	if (runs && atoi(runs) > 0 && atoi(runs) <= MAXRUNS)
 		g_runs = atoi(runs);
@@ -486,6 +568,8 @@ int main(int argc, char **argv)
 	pin(0);
 	if (!only || !strcmp(only, "pf"))
 		bench_pf1();
+	if (!only || !strcmp(only, "sparse") || !strcmp(only, "seed002"))
+		bench_sparse_fork_reads(16, SLOT_0);
 	if (!only || !strcmp(only, "sparse")) {
 		double empty = bench_fork_empty();
 		for (int mode = SLOT_0; mode <= SLOT_SPREAD; mode++) {

@@ -5,7 +5,7 @@
 #
 #   tools/linux-ref/run.sh                 # the default matrix (4 boots, see below)
 #   tools/linux-ref/run.sh boot SMP MODE [ONLY] [EXTRA_APPEND]
-#        SMP = 1|2, MODE = icount|tcg|model:PROFILE, ONLY = all|pf|sparse|zap
+#        SMP = 1|2, MODE = icount|tcg|model:PROFILE, ONLY = all|pf|sparse|seed002|zap
 #   tools/linux-ref/run.sh table LOG...    # table from saved serial logs
 #   tools/linux-ref/run.sh figures LOG     # one boot's medians as reference.json figures
 #
