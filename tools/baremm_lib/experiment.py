@@ -1,4 +1,4 @@
-"""`tools/baremm experiment NNN|all`: the five seed experiments (../shared/seeds/).
+"""`tools/baremm experiment NNN|all`: the five seed experiments (docs/EXPERIMENTS.md).
 
 Each experiment is a declarative definition (EXPERIMENTS below): the benchmark, the variant
 option and its values, CPUs, memory, extra options, the events that explain the result and
@@ -47,7 +47,7 @@ class Experiment:
     timeout: int = 600
     icount_timeout: int = 900
     alt: Optional[dict] = None      # overrides for the second-opinion benchmark
-    # under the cost model CPUs interact in modelled time (issue 11), so the seeds run
+    # under the cost model CPUs interact in modelled time, so the seeds run
     # at their threads' scale there: model_smp CPUs (None: smp), every one taking part
     # (model_extra; None: extra), with model_mem (None: mem)
     model_smp: Optional[int] = None
