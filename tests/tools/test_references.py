@@ -194,6 +194,46 @@ def broken_links(root, files=None):
     return bad
 
 
+SECTION_NUM_RE = re.compile(r"((?:docs/[\w-]+|README)\.md)[\"',]*\s+sections?\s+(\d+(?:\.\d+)*)")
+SECTION_NAME_RE = re.compile(r"((?:docs/[\w-]+|README)\.md)[,:]?\s+(?:sections?\s+)?\(?\"([^\"]+)\"")
+
+
+def _titles(root, rel, cache):
+    """Headings and bold paragraph titles of a Markdown file, without backticks."""
+    if rel not in cache:
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            text = f.read().replace("`", "")
+        cache[rel] = (re.findall(r"^#+ (.*)$", text, re.M),
+                      re.findall(r"^\s*(?:- )?\*\*([^*]+)\*\*", text, re.M))
+    return cache[rel]
+
+
+def broken_sections(root, files=None):
+    """[(file, line, reference)] for `docs/X.md section N` or `docs/X.md, "Title"` whose
+    section (a numbered heading, or a heading or bold paragraph title containing the
+    quoted words) is not in that file."""
+    bad, cache = [], {}
+    for rel in files if files is not None else tracked_files(root):
+        text = read_text(root, rel)
+        if text is None:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for m in SECTION_NUM_RE.finditer(line):
+                if not os.path.exists(os.path.join(root, m.group(1))):
+                    continue                        # a missing file is reported above
+                heads, _ = _titles(root, m.group(1), cache)
+                if not any(re.match(re.escape(m.group(2)) + r"\.? ", h) for h in heads):
+                    bad.append((rel, n, m.group(0)))
+            for m in SECTION_NAME_RE.finditer(line):
+                if not os.path.exists(os.path.join(root, m.group(1))):
+                    continue
+                name = m.group(2).replace("`", "").lower()
+                heads, bold = _titles(root, m.group(1), cache)
+                if not any(name in h.lower() for h in heads + bold):
+                    bad.append((rel, n, m.group(0)))
+    return bad
+
+
 def _fmt(rows):
     return "\n".join("%s:%d: %s" % r for r in rows)
 
@@ -212,6 +252,10 @@ class TreeReferencesTest(unittest.TestCase):
     def test_markdown_links_resolve(self):
         bad = broken_links(ROOT)
         self.assertEqual(bad, [], "Markdown links to a missing file or heading:\n" + _fmt(bad))
+
+    def test_named_sections_exist(self):
+        bad = broken_sections(ROOT)
+        self.assertEqual(bad, [], "references to a section that is not there:\n" + _fmt(bad))
 
     def test_allow_list_entries_are_needed(self):
         """An allowed path that now exists, or is no longer mentioned, is dropped."""
@@ -275,6 +319,17 @@ class ScannerTest(unittest.TestCase):
                     "[e](#the-page-issue) [f](NOPE.md) [g](A.md#nothing)\n")
         self.assertEqual([t for _, _, t in broken_links(self.root, [rel])],
                          ["#the-page-issue", "NOPE.md", "A.md#nothing"])
+
+    def test_sections(self):
+        with open(os.path.join(self.root, "docs/A.md"), "w") as f:
+            f.write("# A\n## 1. One\n### 1.2 Sub part\n## The `x` panel\n**Bold title.** text\n")
+        rel = "mm/x.c"
+        with open(os.path.join(self.root, rel), "w") as f:
+            f.write("/* docs/A.md section 1, docs/A.md section 1.2, docs/A.md, \"Sub part\",\n"
+                    " * docs/A.md \"the x panel\", docs/A.md, \"Bold title\" */\n"
+                    "/* docs/A.md section 3; docs/A.md, \"Calibration\" */\n")
+        self.assertEqual([t for _, _, t in broken_sections(self.root, [rel])],
+                         ["docs/A.md section 3", 'docs/A.md, "Calibration"'])
 
     def test_issue_references(self):
         rel = "docs/B.md"
