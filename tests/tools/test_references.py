@@ -20,7 +20,13 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT  # noqa: E402
 
-TOP_DIRS = ("tools", "tests", "mm", "docs", "model", "bench", "kernel", "arch", "boot", "iso")
+def top_dirs(root):
+    """The tracked top-level directories (tools, tests, mm, docs, ...). build/ and
+    results/ hold what make and tools/baremm write; they are never tracked, so paths in
+    them are not checked."""
+    out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
+                         check=True).stdout.decode()
+    return sorted({f.split("/")[0] for f in out.split("\0") if "/" in f})
 
 # Paths that need not exist in a clone, each with the reason.
 ALLOWED = {
@@ -46,8 +52,9 @@ ALLOWED = {
 SKIP_FILES = re.compile(r"^(docs/data/|tests/tools/data/|tests/tools/test_references\.py$|"
                         r".*\.(json|png|svg|csv|log)$)")
 
-PATH_RE = re.compile(r"(?<![\w./<>-])((?:\.\./)+[\w./*\[\]{},<>\\+-]*|/work/[\w./*\[\]{},<>+-]*"
-                     r"|(?:%s)/[\w./*\[\]{},<>\\+-]*)" % "|".join(TOP_DIRS))
+def path_re(dirs):
+    return re.compile(r"(?<![\w./<>-])((?:\.\./)+[\w./*\[\]{},<>\\+-]*|/work/[\w./*\[\]{},<>+-]*"
+                      r"|(?:%s)/[\w./*\[\]{},<>\\+-]*)" % "|".join(re.escape(d) for d in dirs))
 # An issue-tracker reference: "issue 6", "issues 4 and 5", "issue #13". Built in two parts
 # so that this file does not match itself.
 ISSUE_RE = re.compile(r"\bissues?" + r"[\s-]+#?\d+", re.IGNORECASE)
@@ -126,12 +133,13 @@ def broken_references(root, files=None, used=None):
     """[(file, line, token)] for every path token that does not resolve; the ALLOWED
     entries met go into the set `used`."""
     bad = []
+    pattern = path_re(top_dirs(root))
     for rel in files if files is not None else tracked_files(root):
         text = read_text(root, rel)
         if text is None:
             continue
         for n, line in enumerate(text.splitlines(), 1):
-            for m in PATH_RE.finditer(line):
+            for m in pattern.finditer(line):
                 tok = clean(m.group(1))
                 if not is_path(tok):
                     continue
@@ -257,6 +265,13 @@ class TreeReferencesTest(unittest.TestCase):
         bad = broken_sections(ROOT)
         self.assertEqual(bad, [], "references to a section that is not there:\n" + _fmt(bad))
 
+    def test_outputs_are_not_tracked(self):
+        """build/ and results/ stay outputs: were they tracked, their paths would be checked."""
+        dirs = top_dirs(ROOT)
+        self.assertNotIn("build", dirs)
+        self.assertNotIn("results", dirs)
+        self.assertTrue({"docs", "mm", "tools", "tests"} <= set(dirs), dirs)
+
     def test_allow_list_entries_are_needed(self):
         """An allowed path that now exists, or is no longer mentioned, is dropped."""
         used = set()
@@ -276,8 +291,11 @@ class ScannerTest(unittest.TestCase):
         self.root = os.path.join(self.tmp.name, "repo")
         for d in ("mm", "docs", "tools/sub", "model/profiles"):
             os.makedirs(os.path.join(self.root, d))
-        for f in ("mm/pgtable.c", "mm/pgtable.h", "docs/A.md", "model/profiles/zen3.cfg"):
+        for f in ("mm/pgtable.c", "mm/pgtable.h", "docs/A.md", "model/profiles/zen3.cfg",
+                  "tools/sub/.keep"):
             open(os.path.join(self.root, f), "w").close()
+        subprocess.run(["git", "init", "-q", self.root], check=True)
+        subprocess.run(["git", "-C", self.root, "add", "-A"], check=True)
 
     def tearDown(self):
         self.tmp.cleanup()
