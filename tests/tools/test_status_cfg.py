@@ -92,7 +92,8 @@ def matrix_statuses(text):
 
 
 class StatusSourcesTest(unittest.TestCase):
-    """The exit codes written outside status.py agree with status.py."""
+    """The exit codes written outside status.py agree with status.py: kernel/exit.h and
+    exit.c, README.md, docs/OUTPUT.md, tests/qemu/matrix.cfg, tools/debug.sh."""
 
     def test_kernel_header(self):
         self.assertEqual(header_codes(_read("kernel/exit.h")),
@@ -125,6 +126,13 @@ class StatusSourcesTest(unittest.TestCase):
         self.assertEqual(expected - set(status.ALL_STATUSES), set())
         # every status the kernel can end with is provoked by at least one entry
         self.assertEqual(set(status.KERNEL_CODES) - expected, set())
+
+    def test_debug_sh(self):
+        """tools/debug.sh maps QEMU's exit to the status and the tool's exit itself."""
+        rows = re.findall(r"^(\d+)\) st=(\w+); out=(\d+) ;;$", _read("tools/debug.sh"), re.M)
+        self.assertEqual({int(q): (s, int(o)) for q, s, o in rows},
+                         {(v << 1) | 1: (s, status.TOOL_EXIT[s])
+                          for s, v in status.KERNEL_CODES.items()})
 
     def test_drift_is_caught(self):
         """Each parser sees a changed number or name (so the tests above can fail)."""

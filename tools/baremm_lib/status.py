@@ -1,7 +1,8 @@
 """Exit codes: kernel isa-debug-exit values, QEMU exit codes, tool exit statuses.
 
 The one source of these numbers. kernel/exit.h, kernel/exit.c, README.md ("Exit
-statuses"), docs/OUTPUT.md ("2. Exit codes") and tests/qemu/matrix.cfg repeat them;
+statuses"), docs/OUTPUT.md ("2. Exit codes"), tests/qemu/matrix.cfg and tools/debug.sh
+repeat them;
 tests/tools/test_status_cfg.py (StatusSourcesTest) fails when one of them drifts.
 
 The kernel writes v to isa-debug-exit (port 0xf4); QEMU then exits with (v << 1) | 1.
