@@ -1,4 +1,5 @@
-"""Every path the tree mentions exists in a clone, and nothing points at the issue tracker.
+"""Every path, link and section the tree mentions exists in a clone, and nothing points at
+the issue tracker.
 
 Scanned: every tracked text file (docs/*.md, README.md, sources with their comments, build
 and test config, scripts), except recorded data (see SKIP_FILES). A token counts as a
@@ -8,6 +9,9 @@ directory of the clone: globs (`mm/*.[ch]`, `mm/{a,b}.c`) must match something, 
 placeholders (`NNN`, `PROFILE`, `<profile>`) stand for any name. A token without a `/` at
 its end and without an extension in its last part (`mm/pgtable`, `model/native` as a
 ratio) is a module's name, not a path, and is not checked, unless it leaves the tree.
+Markdown links must reach their file and heading; `docs/X.md section N` and
+`docs/X.md, "Title"` must find that section. No "issue N" anywhere: the tracker is not
+part of a clone, so the text says the fact instead.
 """
 import fnmatch
 import glob
@@ -20,6 +24,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT  # noqa: E402
 
+
 def top_dirs(root):
     """The tracked top-level directories (tools, tests, mm, docs, ...). build/ and
     results/ hold what make and tools/baremm write; they are never tracked, so paths in
@@ -27,6 +32,7 @@ def top_dirs(root):
     out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True,
                          check=True).stdout.decode()
     return sorted({f.split("/")[0] for f in out.split("\0") if "/" in f})
+
 
 # Paths that need not exist in a clone, each with the reason.
 ALLOWED = {
@@ -52,9 +58,12 @@ ALLOWED = {
 SKIP_FILES = re.compile(r"^(docs/data/|tests/tools/data/|tests/tools/test_references\.py$|"
                         r".*\.(json|png|svg|csv|log)$)")
 
+
 def path_re(dirs):
     return re.compile(r"(?<![\w./<>-])((?:\.\./)+[\w./*\[\]{},<>\\+-]*|/work/[\w./*\[\]{},<>+-]*"
                       r"|(?:%s)/[\w./*\[\]{},<>\\+-]*)" % "|".join(re.escape(d) for d in dirs))
+
+
 # An issue-tracker reference: "issue 6", "issues 4 and 5", "issue #13". Built in two parts
 # so that this file does not match itself.
 ISSUE_RE = re.compile(r"\bissues?" + r"[\s-]+#?\d+", re.IGNORECASE)
@@ -91,7 +100,7 @@ def clean(tok):
     tok = tok.replace("\\.", ".").replace("\\", "")
     tok = re.sub(r"\[(?![a-z]+\]).*$", "", tok)      # `file[,option]`: a syntax bracket
     while tok and tok[-1] in ".,:;)}]'\"`":
-        if tok.endswith(".[ch]") or tok.endswith("}") and "{" in tok:
+        if re.search(r"\[[a-z]+\]$", tok) or tok.endswith("}") and "{" in tok:
             break
         tok = tok[:-1]
     return tok
