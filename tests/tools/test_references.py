@@ -212,7 +212,8 @@ def broken_links(root, files=None):
 
 
 SECTION_NUM_RE = re.compile(r"((?:docs/[\w-]+|README)\.md)[\"',]*\s+sections?\s+(\d+(?:\.\d+)*)")
-SECTION_NAME_RE = re.compile(r"((?:docs/[\w-]+|README)\.md)[,:]?\s+(?:sections?\s+)?\(?\"([^\"]+)\"")
+SECTION_NAME_RE = re.compile(r"((?:docs/[\w-]+|README)\.md)[,:]?\s+(?:sections?\s+)?"
+                             r"\(?\"([^\"]+)\"")
 
 
 def _titles(root, rel, cache):
