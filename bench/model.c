@@ -288,7 +288,7 @@ DEFINE_BENCH(model_cr3_global) {
 	.setup = one_page_setup, .run = cr3_body, .teardown = tm_teardown,
 };
 
-/* ---- known answers across CPUs (issue 11; checked by tools/baremm_lib/modelcheck_smp.py) ----
+/* ---- known answers across CPUs (checked by tools/baremm_lib/modelcheck_smp.py) ----
  *
  * Named modelsmp.* (not model.*) so that bench=model.* still runs on one CPU.
  *

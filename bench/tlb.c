@@ -51,14 +51,12 @@
 #define BENCH_VA 0x40000000UL
 
 DEFINE_OPTION_UINT(tlb_pf3_pages, "tlb_pf3_pages", 256, 1, 32768,
-		   "tlb.page_fault3_threads: pages each thread maps, writes and unmaps per pass "
-		   "(will-it-scale: 32768 = 128 MiB)");
+		   "tlb.page_fault3_threads: pages each thread maps, writes and unmaps per pass");
 DEFINE_OPTION_UINT(tlb_ptfree_mb, "tlb_ptfree_mb", 64, 2, 65536,
 		   "tlb.ptfree_loop_vs_bulk: MiB of sparse memory per short-lived address space "
 		   "(one byte read per 2 MiB: one page table each)");
 DEFINE_OPTION_UINT(tlb_rcu_mb, "tlb_rcu_mb", 1024, 2, 1048576,
-		   "tlb.ptfree_rcu: MiB of sparse memory in the parent (one byte per 2 MiB; "
-		   "the seed-002 test used 4096 GiB)");
+		   "tlb.ptfree_rcu: MiB of sparse memory in the parent (one byte per 2 MiB)");
 
 static u64 uread64(u64 va) { return *(volatile u64 *)va; }
 

@@ -57,8 +57,7 @@ enum { VM_MODE_LIST(OPTION_ENUM_CONST) };
 DEFINE_VARIANT_ENUM(vm_mode, "vm_mode", VM_MODE_PROCESSES, "vm.page_fault* benchmarks",
 		    VM_MODE_LIST);
 DEFINE_OPTION_UINT(vm_pf_mb, "vm_pf_mb", 8, 1, 1000,
-		   "vm.page_fault* benchmarks: MiB each CPU maps, touches and unmaps per pass "
-		   "(will-it-scale uses 128)");
+		   "vm.page_fault* benchmarks: MiB each CPU maps, touches and unmaps per pass");
 DEFINE_OPTION_UINT(vm_refpage_mb, "vm_refpage_mb", 4, 1, 4096,
 		   "vm.refpage: MiB mapped per cycle (N; the touched part M is the case's "
 		   "touch_permille of it)");

@@ -63,7 +63,7 @@ KTEST(traps, write_to_kernel_text_faults)
 	KT_EXPECT_EQ(fe->error_code & 3, 3);	/* present + write: text is read-only */
 }
 
-/* The direct map's alias of kernel text (and rodata) is read-only too (issue 13): a write
+/* The direct map's alias of kernel text (and rodata) is read-only too: a write
  * through __va() of the code's physical address must fault like one through the kernel
  * mapping. */
 KTEST(traps, kernel_text_alias_in_direct_map_is_read_only)

@@ -18,7 +18,7 @@
 bool do_page_fault(struct pt_regs *regs, u64 error_code, u64 addr);
 
 /* Tests that provoke a fault on purpose arm this; the handler then reports and skips the
- * faulting instruction by jumping to fixup_rip instead of panicking (kernel/traps.c). */
+ * faulting instruction by jumping to fixup_rip instead of panicking (arch/x86_64/traps.c). */
 struct fault_expect {
 	volatile bool armed;
 	volatile bool hit;

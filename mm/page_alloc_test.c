@@ -26,7 +26,7 @@ struct held_block {
 
 struct stress_ctx {
 	u64 ops;			/* operations per CPU */
-	u64 seed;
+	u64 seed;			/* random seed of the operation mix (per CPU: mixed with the id) */
 	bool poll_calls;		/* serve queued cross-CPU calls between operations */
 	bool wide_orders;		/* orders up to MAX_ORDER (else <= 3) */
 	u64 errors;			/* atomic */

@@ -447,8 +447,8 @@ KTEST_SMP(tlb, ptfree_variants, 2)
 /*
  * Unmapping a reference-page region: the reference page is mapped by special entries the
  * gather does not hold, and the region's reference may be the last one. It must be
- * released only after every TLB forgot it (found in review: vm_munmap used to drop it
- * before the shootdown, and CPU 1 read the freed page's poison through its TLB).
+ * released only after every TLB forgot it: dropped before the shootdown, CPU 1 would
+ * read the freed page's poison through its stale TLB entry.
  */
 struct rp_ctx {
 	struct mm_struct *mm;

@@ -424,9 +424,9 @@ HTEST(ident_claims_hint_then_lowest_free)
 	HT_EXPECT_EQ(ident_slot(&id, 0xffff800000002000ull, 3, &c), 0);
 }
 
-/* The shape of the bug this table once had: without the move, the boot CPU's two bases
- * took both slots of a 2-CPU guest, CPU 1's base found none, and its work went to
- * whichever vCPU QEMU named (the one that translated the block). */
+/* Without the move, the boot CPU's two bases would take both slots of a 2-CPU guest,
+ * CPU 1's base would find none, and its work would go to whichever vCPU QEMU named (the
+ * one that translated the block). */
 HTEST(ident_moved_base_keeps_its_slot)
 {
 	struct ident id;

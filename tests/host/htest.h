@@ -6,7 +6,7 @@
  *     int main(void) { return htest_main("suite"); }
  *
  * Tests run in declaration order (constructor registration). Build with
- * -fsanitize=address,undefined (see tests/host/host.mk).
+ * -fsanitize=address,undefined (HOSTCFLAGS in the Makefile).
  */
 #ifndef BAREMM_HTEST_H
 #define BAREMM_HTEST_H

@@ -204,7 +204,7 @@ static int t_bad;
 struct tctx {
 	unsigned cpu;
 	u64 ops;
-	u64 seed;
+	u64 rng_seed;
 };
 
 static void *thread_fn(void *arg)
@@ -213,7 +213,7 @@ static void *thread_fn(void *arg)
 	host_cpu_id = c->cpu;
 	struct held *held = calloc(512, sizeof(*held));
 	unsigned nheld = 0;
-	u64 s = c->seed;
+	u64 s = c->rng_seed;
 	for (u64 i = 0; i < c->ops; i++) {
 		u64 r = xorshift64(&s) % 100;
 		if (r < 50 && nheld < 512) {

@@ -1,4 +1,4 @@
-"""Hosts beyond Debian (issue 13, items 3 and 7): tools/install-deps.sh checks tools, not
+"""Hosts beyond Debian: tools/install-deps.sh checks tools, not
 packages, on a PATH of stubs (apt-get is never the real one here); tools/debug.sh exits
 with the run's status and its gdb stub listens on 127.0.0.1 only; a missing ISO says so."""
 import os

@@ -15,7 +15,7 @@ NO_CHANGE = V.Claim("time", 100.0, 100.2, "ms", ("a", "b"))    # thread: +0.2 % 
 
 def experiment(exp_id):
     return ex.Experiment(exp_id, "t", "q", bench="b.x", variant="o", values=("a", "b"),
-                         thread=V.Thread("a test", (NO_CHANGE,)), op="one op",
+                         thread=V.MailThread("a test", (NO_CHANGE,)), op="one op",
                          linux_none="none measured")
 
 

@@ -1,5 +1,6 @@
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,117 @@ class ExitCodeTest(unittest.TestCase):
         r = subprocess.run([sys.executable, tool, "parse", data("bench_truncated.log")],
                            capture_output=True, text=True)
         self.assertIn("TRUNCATED", r.stdout)
+
+
+def _read(rel):
+    with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+        return f.read()
+
+
+def header_codes(text):
+    """kernel/exit.h: {status: (isa-debug-exit value, QEMU exit in the comment)}."""
+    rows = re.findall(r"EXIT_(\w+)\s*=\s*(0x[0-9a-fA-F]+),\s*/\*\s*(?:QEMU exit\s+)?(\d+):", text)
+    return {n.lower(): (int(v, 16), int(q)) for n, v, q in rows}
+
+
+def kernel_names(text):
+    """kernel/exit.c exit_status_name(): {enum name: printed status}."""
+    return {e.lower(): s for e, s in re.findall(r'case EXIT_(\w+):\s*return "(\w+)";', text)}
+
+
+def md_table(text, after):
+    """The rows (lists of cells) of the first Markdown table after the line `after`."""
+    lines = text.splitlines()
+    i = lines.index(after)
+    rows = []
+    for line in lines[i + 1:]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif rows:
+            break
+    return rows[1:]                                 # without the header row
+
+
+def doc_status_rows(rows):
+    """{status: (kernel code or None, QEMU exit or None, tool exit)} of an exit-code table."""
+    out = {}
+    for cells in rows:
+        name = re.match(r"`?(\w+)", cells[0]).group(1)
+        code = int(cells[1], 16) if cells[1].startswith("0x") else None
+        qemu = int(cells[2]) if cells[2].isdigit() else None
+        out[name] = (code, qemu, int(cells[3]))
+    return out
+
+
+def matrix_statuses(text):
+    """The status names matrix.cfg's header lists for expect=, in order."""
+    m = re.search(r"^# expect=\s+status the boot must end with \(([^)]*)\)", text, re.M)
+    return m.group(1).replace("#", " ").split()
+
+
+class StatusSourcesTest(unittest.TestCase):
+    """The exit codes written outside status.py agree with status.py: kernel/exit.h and
+    exit.c, README.md, docs/OUTPUT.md, tests/qemu/matrix.cfg, tools/debug.sh."""
+
+    def test_kernel_header(self):
+        self.assertEqual(header_codes(_read("kernel/exit.h")),
+                         {s: (v, (v << 1) | 1) for s, v in status.KERNEL_CODES.items()})
+
+    def test_kernel_names(self):
+        names = kernel_names(_read("kernel/exit.c"))
+        self.assertEqual(names, {s: s for s in status.KERNEL_CODES})
+
+    def test_readme(self):
+        rows = doc_status_rows(md_table(_read("README.md"), "## Exit statuses"))
+        want = {s: (v, (v << 1) | 1, status.TOOL_EXIT[s]) for s, v in status.KERNEL_CODES.items()}
+        self.assertEqual(rows, want)
+
+    def test_output_md(self):
+        text = _read("docs/OUTPUT.md")
+        rows = doc_status_rows(md_table(text, "## 2. Exit codes"))
+        want = {s: (v, (v << 1) | 1, status.TOOL_EXIT[s]) for s, v in status.KERNEL_CODES.items()}
+        want.update({s: (None, None, status.TOOL_EXIT[s]) for s in status.HOST_STATUSES})
+        self.assertEqual(rows, want)
+        self.assertEqual(list(rows), list(status.ALL_STATUSES))
+        more = {int(c[0]) for c in md_table(text, "More tool exit statuses:")}
+        self.assertEqual(more, {status.EXIT_LOG_ERROR, status.EXIT_TOOL_ERROR,
+                                status.EXIT_USAGE, status.EXIT_INTERRUPTED})
+
+    def test_matrix(self):
+        text = _read("tests/qemu/matrix.cfg")
+        self.assertEqual(matrix_statuses(text), list(status.ALL_STATUSES))
+        expected = {e["expect"] for e in cfg.parse(text)}
+        self.assertEqual(expected - set(status.ALL_STATUSES), set())
+        # every status the kernel can end with is provoked by at least one entry
+        self.assertEqual(set(status.KERNEL_CODES) - expected, set())
+
+    def test_debug_sh(self):
+        """tools/debug.sh maps QEMU's exit to the status and the tool's exit itself."""
+        rows = re.findall(r"^(\d+)\) st=(\w+); out=(\d+) ;;$", _read("tools/debug.sh"), re.M)
+        self.assertEqual({int(q): (s, int(o)) for q, s, o in rows},
+                         {(v << 1) | 1: (s, status.TOOL_EXIT[s])
+                          for s, v in status.KERNEL_CODES.items()})
+
+    def test_drift_is_caught(self):
+        """Each parser sees a changed number or name (so the tests above can fail)."""
+        h = _read("kernel/exit.h")
+        self.assertNotEqual(header_codes(h.replace("0x13,", "0x16,")), header_codes(h))
+        self.assertNotEqual(header_codes(h.replace("/* 39:", "/* 38:")), header_codes(h))
+        self.assertEqual(len(header_codes(h)), len(status.KERNEL_CODES))
+        c = _read("kernel/exit.c")
+        self.assertNotEqual(kernel_names(c.replace('"panic"', '"panicked"')), kernel_names(c))
+        r = _read("README.md")
+        self.assertNotEqual(md_table(r.replace("| 43 | 15 |", "| 43 | 16 |"), "## Exit statuses"),
+                            md_table(r, "## Exit statuses"))
+        o = _read("docs/OUTPUT.md")
+        self.assertNotEqual(md_table(o.replace("| 18 | the log", "| 19 | the log"),
+                                     "More tool exit statuses:"),
+                            md_table(o, "More tool exit statuses:"))
+        m = _read("tests/qemu/matrix.cfg")
+        self.assertNotEqual(matrix_statuses(m.replace("bench_error host_timeout", "host_timeout")),
+                            matrix_statuses(m))
 
 
 class CfgTest(unittest.TestCase):

@@ -20,7 +20,7 @@ def fig(samples, variant, opt="o", cpus=2, events=None, unit="cycles", case=""):
 
 def experiment(claims, linux=None, threads=None):
     return ex.Experiment("999", "t", "q", bench="b.x", variant="o", values=("a", "b"),
-                         thread=V.Thread("a test", tuple(claims), threads=threads),
+                         thread=V.MailThread("a test", tuple(claims), threads=threads),
                          op="one op", explain=("flush",), linux=linux,
                          linux_none="" if linux else "none measured")
 
@@ -172,7 +172,7 @@ class LinuxTest(unittest.TestCase):
     def test_cheaper_path_is_said_with_the_number(self):
         lc = V.LinuxCost((("pf1 8MiB", 1),))
         exp = ex.Experiment("999", "t", "q", bench="b.x", variant="o", values=("a", "b"),
-                            thread=V.Thread("x", (FASTER,)), op="one op", linux=lc)
+                            thread=V.MailThread("x", (FASTER,)), op="one op", linux=lc)
         v = decide(exp, fig([1000] * 3, "a"), fig([900] * 3, "b"), icount=True)
         # pf1 in the reference file: 4795 instructions
         self.assertIn("ours costs 0.21x that", v["text"])

@@ -1,4 +1,4 @@
-"""`tools/baremm experiment NNN|all`: the five seed experiments (../shared/seeds/).
+"""`tools/baremm experiment NNN|all`: the five seed experiments (docs/EXPERIMENTS.md).
 
 Each experiment is a declarative definition (EXPERIMENTS below): the benchmark, the variant
 option and its values, CPUs, memory, extra options, the events that explain the result and
@@ -20,14 +20,14 @@ from . import compare, perfcheck, plot as plotmod, runner, verdict
 
 @dataclass(frozen=True)
 class Experiment:
-    """One seed experiment: what to boot, and the thread it answers (verdict.Thread)."""
+    """One seed experiment: what to boot, and the thread it answers (verdict.MailThread)."""
     id: str
     title: str
     question: str
     bench: str                      # bench= glob
     variant: str                    # the variant option
     values: Tuple[str, ...]         # its values; the first is the base
-    thread: Optional[verdict.Thread] = None
+    thread: Optional[verdict.MailThread] = None
     op: str = "one operation"       # what one of our operations is, for the verdict
     explain: Tuple[str, ...] = ()   # events quoted in the verdict
     linux: Optional[verdict.LinuxCost] = None   # Linux's cost of one operation
@@ -47,7 +47,7 @@ class Experiment:
     timeout: int = 600
     icount_timeout: int = 900
     alt: Optional[dict] = None      # overrides for the second-opinion benchmark
-    # under the cost model CPUs interact in modelled time (issue 11), so the seeds run
+    # under the cost model CPUs interact in modelled time, so the seeds run
     # at their threads' scale there: model_smp CPUs (None: smp), every one taking part
     # (model_extra; None: extra), with model_mem (None: mem)
     model_smp: Optional[int] = None
@@ -215,7 +215,7 @@ def selected(exp, results):
 
 # ---------------------------------------------------------------- the five
 #
-# Each thread's figures are stored once, in its verdict.Thread; the header line, the
+# Each thread's figures are stored once, in its verdict.MailThread; the header line, the
 # summary table and the verdict prose are built from them (tools/baremm_lib/verdict.py
 # has the rule). Linux costs: tools/linux-ref/reference.json.
 
@@ -263,7 +263,7 @@ EXPERIMENTS = {
         "Is releasing an mmu_gather's page-table pages in one bulk pass measurably faster "
         "than a put_page() per page, under a load of many short-lived processes?",
         bench="tlb.ptfree_loop_vs_bulk", variant="ptfree", values=("loop", "bulk"),
-        thread=V.Thread("30 containers running a short fork-heavy script in parallel",
+        thread=V.MailThread("30 containers running a short fork-heavy script in parallel",
                         (V.Claim("time per run", 15360, 15170, "ms", ("loop", "bulk")),)),
         op="an address space's whole life (created, one page table built per 2 MiB read, "
            "destroyed)",
@@ -287,7 +287,7 @@ EXPERIMENTS = {
         "Does letting delayed-rmap pages use an extra batch (about 512 pages per flush "
         "instead of 8) fix the will-it-scale page_fault3 threads regression?",
         bench="tlb.page_fault3_threads", variant="rmapbatch", values=("local", "multi"),
-        thread=V.Thread(
+        thread=V.MailThread(
             "will-it-scale page_fault3, 16 threads, dirty shared pages",
             (V.Claim("operations", 2256919, 4833919, "ops", ("local", "multi"),
                      throughput=True),
@@ -312,7 +312,7 @@ EXPERIMENTS = {
         "Does freeing page tables after an RCU grace period (instead of right after the "
         "TLB flush) slow down a fork+exit that frees a great many page tables?",
         bench="tlb.ptfree_rcu", variant="ptfree_rcu", values=("off", "on"),
-        thread=V.Thread(
+        thread=V.MailThread(
             "fork()+exit() of a process with 4096 x 1 GiB sparse mappings, one byte read "
             "per 2 MiB",
             (V.Claim("time per fork+exit", 4.8322, 4.8362, "s", ("off", "on")),),
@@ -351,7 +351,7 @@ EXPERIMENTS = {
         "Does caching each pcp page's migratetype save time at bulk-free, or is looking "
         "it up from the pageblock as fast or faster?",
         bench="alloc.bulk10k", variant="pcp_mt", values=("cached", "lookup"),
-        thread=V.Thread(
+        thread=V.MailThread(
             "every CPU allocates and frees batches of 10,000 pages, about 3x the pcp high "
             "mark",
             (V.Claim("time", 0.0869148, 0.0846799, "s", ("cached", "lookup"),
@@ -385,7 +385,7 @@ EXPERIMENTS = {
         "Do reference pages keep RSS equal to plain anonymous memory while giving "
         "non-zero initial contents, and what do they cost against memset?",
         bench="vm.refpage", variant="refpage_init", values=("zeropage", "memset", "refpage"),
-        thread=V.Thread(
+        thread=V.MailThread(
             "pdfium, a real program",
             (V.Claim("max RSS", 107088, 107128, "KiB", ("zeropage", "refpage"),
                      ours="alloc_pcp"),

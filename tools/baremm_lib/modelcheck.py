@@ -28,7 +28,7 @@ import sys
 
 from . import modelcheck_smp, runner, status as st
 
-TOLERANCE = 0.05            # relative, as issue 10 states it
+TOLERANCE = 0.05            # relative
 CMDLINE = "bench=model.*"
 MEM = "1G"
 

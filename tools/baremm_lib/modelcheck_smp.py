@@ -1,4 +1,4 @@
-"""Known-answer checks of the cost model across CPUs (issue 11 item 6).
+"""Known-answer checks of the cost model across CPUs.
 
 Boots bench=modelsmp.* (bench/model.c) at -smp 2 under a profile and compares the model
 figures with what the profile says they must be:

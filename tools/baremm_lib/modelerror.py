@@ -20,8 +20,8 @@ interval becomes unbounded (inconclusive), never a point.
 import json
 import os
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "docs", "data")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA_DIR = os.path.join(REPO_ROOT, "docs", "data")
 
 # experiment id -> ("pair", panel pair A row, B row) or ("rows", rows...)
 SHAPES = {
@@ -53,7 +53,7 @@ def error_for(exp_id, profile, panel=None, data_dir=None):
     panel = panel if panel is not None else load_panel(profile, data_dir)
     if panel is None:
         return {"pp": None, "how": "no native panel for profile %s (%s)" % (
-            profile, os.path.relpath(panel_path(profile, data_dir)))}
+            profile, os.path.relpath(panel_path(profile, data_dir), REPO_ROOT))}
     rows = {r["name"]: r for r in panel.get("rows", [])}
     if shape[0] == "pair":
         a, b = shape[1], shape[2]

@@ -10,9 +10,10 @@ measured now, on the chosen rows, in about ten seconds. Per row:
   ratio_recorded   today's model/native ratio must repeat: within RECORDED_TOL of the
                    ratio recorded with the panel (a change of the model or of this
                    host's speed moves it);
-  band             model/native within 0.67-1.5, the band of "Cycles that match silicon
-                   (2/2)". Until that core model lands, a ratio outside the band is
-                   reported as a known failure (KTAP TODO) with its value, never loosened.
+  band             model/native within 0.67-1.5 (panel.BAND_WIDE, the band of an
+                   out-of-order core model). With the in-order core a ratio outside the
+                   band is reported as a known failure (KTAP TODO) with its value, never
+                   loosened.
 
 A row whose native minimum does not repeat (a noisy host) is a SKIP with the reason, and
 so is every row on a CPU other than the one the recorded panel was measured on.
@@ -27,7 +28,7 @@ ROWS = ("chase_16k", "chase_1m", "branch_rand", "atomic_xadd", "alloc_cached", "
         "free_bulk", "pt_copy")
 RECORDED_TOL = 0.25
 ROUNDS = 15
-TODO_REASON = "in-order core until \"Cycles that match silicon (2/2)\""
+TODO_REASON = "in-order core model; the band is an out-of-order core's"
 
 
 def default_profile(data_dir=None):

@@ -1,5 +1,10 @@
 """Exit codes: kernel isa-debug-exit values, QEMU exit codes, tool exit statuses.
 
+The one source of these numbers. kernel/exit.h, kernel/exit.c, README.md ("Exit
+statuses"), docs/OUTPUT.md ("2. Exit codes"), tests/qemu/matrix.cfg and tools/debug.sh
+repeat them;
+tests/tools/test_status_cfg.py (StatusSourcesTest) fails when one of them drifts.
+
 The kernel writes v to isa-debug-exit (port 0xf4); QEMU then exits with (v << 1) | 1.
 Any other QEMU exit (0, a signal, killed by our host timeout) carries no kernel status.
 """
@@ -40,6 +45,8 @@ EXIT_TOOL_ERROR = 20
 EXIT_NOT_CALIBRATED = 21
 # argparse usage errors exit with 2 (Python's convention).
 EXIT_USAGE = 2
+# Interrupted (Ctrl-C), as a shell reports SIGINT: 128 + 2.
+EXIT_INTERRUPTED = 130
 
 QEMU_CODES = {(v << 1) | 1: name for name, v in KERNEL_CODES.items()}
 

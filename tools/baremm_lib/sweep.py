@@ -1,5 +1,5 @@
-"""`tools/baremm shootdown-sweep`: TLB shootdown scaling under the cost model (issue 11
-item 5), one command from the boots to docs/TLB.md's table and plot.
+"""`tools/baremm shootdown-sweep`: TLB shootdown scaling under the cost model,
+one command from the boots to docs/TLB.md's table and plot.
 
 Three boots at -smp = the largest CPU count, each sweeping every CPU count in one boot
 (the harness's bench_cpus=A-B) and keeping only the cases the table shows (cases=):

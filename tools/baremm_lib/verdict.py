@@ -83,7 +83,7 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class Thread:
+class MailThread:
     """A mailing-list thread: its test and its figures (each stored once, here)."""
     workload: str
     claims: Tuple[Claim, ...]
@@ -310,7 +310,7 @@ def cpus_str(n):
 
 
 def decide(exp, groups, icount, model=None):
-    """The verdict of one experiment run. exp has .thread (Thread), .variant, .op (what
+    """The verdict of one experiment run. exp has .thread (MailThread), .variant, .op (what
     one of our operations is), .explain (events quoted), .linux (LinuxCost or None),
     .linux_none (why there is none), .cost (the two values whose time difference is
     projected onto Linux), .icount_note. groups: [((bench, metric, cpus), {value: r})]."""

@@ -33,7 +33,7 @@ install_deps() {
 		echo "linux-ref: installing ${pkgs[*]}" >&2
 		$(need_root) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${pkgs[@]}" >&2
 	fi
-	# QEMU >= 8 is needed for -icount with -smp 2 (see /work/shared/qemu-facts.md,
+	# QEMU >= 8 is needed for -icount with -smp 2 (QEMU 7.2 hangs on IPIs there;
 	# README.md: tools/install-deps.sh installs QEMU 10 from bookworm-backports)
 	local v
 	v=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p')

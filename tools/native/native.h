@@ -1,6 +1,6 @@
 /*
- * Native timing on the host: the primitives that tools/native/calibrate.c and
- * tools/native/panel.c share (docs/COSTMODEL.md, "The native panel" and "Calibration").
+ * Native timing on the host: the primitives of the native panel, tools/native/panel_*.c
+ * (docs/COSTMODEL.md, "The native panel").
  *
  * Contract: user space, Linux, x86-64, one thread per call unless stated. The TSC is
  * assumed invariant (constant_tsc + nonstop_tsc); native_check_tsc() says whether the
