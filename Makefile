@@ -12,8 +12,17 @@ LD := ld
 NASM := nasm
 HOSTCC ?= gcc
 PYTHON := python3
+# DEBUG_CONTRACTS=1: a second kernel whose stated contracts (interrupts off, mm lock held:
+# kernel/assert.h) are checked and panic when broken. It builds into its own directory,
+# so it never replaces the kernel that benchmarks and perf-check boot; `make test` boots
+# it in the matrix entries with kernel=contracts (tests/qemu/matrix.cfg).
+ifeq ($(DEBUG_CONTRACTS),1)
+BUILD := build/contracts
+ISO := $(BUILD)/baremm.iso
+else
 BUILD := build
 ISO := iso/baremm.iso
+endif
 # The same kernel in an ISO whose GRUB menu does not wait: the host tools boot this one.
 # Under -icount the menu's 1 s wait is 10^9 guest instructions (about a minute of host
 # time); the USB-stick ISO keeps the menu so a person can edit the command line.
@@ -30,6 +39,9 @@ KCFLAGS += -mno-3dnow -fno-asynchronous-unwind-tables
 else
 KCFLAGS += -fno-asynchronous-unwind-tables -Wno-gnu-variable-sized-type-not-at-end
 endif
+ifeq ($(DEBUG_CONTRACTS),1)
+KCFLAGS += -DCONFIG_DEBUG_CONTRACTS
+endif
 NASMFLAGS := -f elf64 -Iboot/
 KLDFLAGS := -n -T linker.ld -nostdlib -z max-page-size=0x1000 -z noexecstack --no-warn-rwx-segments
 
@@ -37,7 +49,7 @@ KSRCS := $(wildcard arch/x86_64/*.c kernel/*.c mm/*.c bench/*.c)
 ASRCS := $(wildcard boot/*.asm)
 KOBJS := $(patsubst %.c,$(BUILD)/%.o,$(KSRCS)) $(patsubst %.asm,$(BUILD)/%.o,$(ASRCS))
 GRUB_MKRESCUE ?= $(shell command -v grub-mkrescue || command -v grub2-mkrescue || echo grub-mkrescue)
-BUILD_ID := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+BUILD_ID := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)$(if $(filter 1,$(DEBUG_CONTRACTS)),+contracts)
 
 # Objects record nothing of the compiler and flags that built them, so make alone would
 # keep gcc objects after `make CC=clang` (and link them). Every kernel object depends on

@@ -264,6 +264,8 @@ def check_screen(entry, record, d):
 def run_entry(entry, outdir, iso, lock, out, verbose=False):
     d = runner.new_dir(outdir, entry["name"])
     t0 = time.monotonic()
+    if entry.get("kernel", "default") != "default":
+        iso = os.path.join(runner.ROOT, runner.KERNEL_ISOS[entry["kernel"]])
     try:
         record, parsed = runner.boot(entry, d, echo=None, iso=iso, name=entry["name"])
     except runner.ToolError as e:
@@ -369,6 +371,8 @@ def main(args, out=sys.stdout):
     if not args.no_build and entries:
         try:
             runner.build(quiet=True, model=True)
+            if any(e["kernel"] == "contracts" for e in entries):
+                runner.build_contracts()
         except runner.ToolError as e:
             build_error = str(e)
             out.write("FAIL build\n%s\n" % "\n".join("    " + line for line in
