@@ -22,7 +22,6 @@ __noreturn void contract_broken(const char *what, const char *func, const char *
 				const char *fmt, ...) __printf(5, 6);
 
 #ifdef CONFIG_DEBUG_CONTRACTS
-#define CONTRACTS_CHECKED 1
 /* @what names the contract; contract_msg() adds details in printf form. */
 #define contract_msg(cond, what, fmt, ...)                                                 \
 	do {                                                                               \
@@ -30,7 +29,6 @@ __noreturn void contract_broken(const char *what, const char *func, const char *
 			contract_broken(what, __func__, __FILE__, __LINE__, fmt, ##__VA_ARGS__); \
 	} while (0)
 #else
-#define CONTRACTS_CHECKED 0
 #define contract_msg(cond, what, fmt, ...) do { (void)sizeof(!(cond)); } while (0)
 #endif
 #define contract(cond, what) contract_msg(cond, what, "%s", "")
