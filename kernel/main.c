@@ -30,6 +30,10 @@
 #include "mm/memblock.h"
 #include "mm/direct_map.h"
 #include "mm/page_alloc.h"
+#ifdef CONFIG_DEBUG_CONTRACTS
+#include "mm/mm.h"
+#include "mm/tlbflush.h"
+#endif
 
 DEFINE_OPTION_STRING(opt_tests, "tests", NULL,
 		     "run the in-kernel tests matching this glob over suite.name ('list' lists them)");
@@ -40,7 +44,16 @@ DEFINE_OPTION_STRING(opt_tests, "tests", NULL,
 	X(SELFTEST_PANIC, "panic", "call panic()")                                          \
 	X(SELFTEST_PAGEFAULT, "pagefault", "read an unmapped address")                      \
 	X(SELFTEST_STACK_OVERFLOW, "stack_overflow", "recurse into the stack guard page")   \
-	X(SELFTEST_STUCK_CPU, "stuck_cpu", "CPU 1 stops answering cross-CPU calls")
+	X(SELFTEST_STUCK_CPU, "stuck_cpu", "CPU 1 stops answering cross-CPU calls")         \
+	SELFTEST_CONTRACTS(X)
+/* Broken contracts (kernel/assert.h) end in a contract panic only where they are checked. */
+#ifdef CONFIG_DEBUG_CONTRACTS
+#define SELFTEST_CONTRACTS(X)                                                               \
+	X(SELFTEST_CONTRACT_IRQS, "contract_irqs", "run a TLB flush step with interrupts on")  \
+	X(SELFTEST_CONTRACT_MM_LOCK, "contract_mm_lock", "look up a region without the mm lock")
+#else
+#define SELFTEST_CONTRACTS(X)
+#endif
 enum { SELFTEST_LIST(OPTION_ENUM_CONST) };
 DEFINE_OPTION_ENUM(opt_selftest, "selftest", SELFTEST_NONE,
 		   "provoke a failure to check the failure paths (exit status and report)",
@@ -181,6 +194,23 @@ static void run_selftest(void)
 		smp_call_function_single(1, spin_irqs_off, NULL, false);
 		smp_call_function_single(1, empty_call, NULL, true);
 		break;
+#ifdef CONFIG_DEBUG_CONTRACTS
+	case SELFTEST_CONTRACT_IRQS:
+		printk("selftest: a TLB flush step with interrupts on\n");
+		tlb_selftest_break_irq_contract();
+		printk("BAREMM-ERROR selftest=contract_irqs: the broken contract was not reported\n");
+		kernel_exit(EXIT_TEST_FAILED);
+	case SELFTEST_CONTRACT_MM_LOCK: {
+		printk("selftest: a region lookup without the mm lock\n");
+		struct mm_struct *mm = mm_alloc();
+		if (!mm)
+			panic("selftest=contract_mm_lock: no memory for an mm");
+		(void)mm_find_region(mm, MM_MMAP_BASE);
+		printk("BAREMM-ERROR selftest=contract_mm_lock: the broken contract was not "
+		       "reported\n");
+		kernel_exit(EXIT_TEST_FAILED);
+	}
+#endif
 	}
 }
 

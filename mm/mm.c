@@ -107,6 +107,7 @@ long mm_rss(const struct mm_struct *mm, int which)
 
 static void rss_sub(struct mm_struct *mm, const struct pt_zap_stats *st)
 {
+	mm_assert_locked(mm);
 	mm->rss[MM_RSS_ANON] -= st->anon;
 	mm->rss[MM_RSS_SHARED] -= st->shared;
 }
@@ -135,6 +136,7 @@ static void region_put_obj(const struct vm_region *r)
 
 struct vm_region *mm_find_region(struct mm_struct *mm, u64 addr)
 {
+	mm_assert_locked(mm);
 	unsigned lo = 0, hi = mm->nr_regions;
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
@@ -149,9 +151,10 @@ struct vm_region *mm_find_region(struct mm_struct *mm, u64 addr)
 	return NULL;
 }
 
-/* Index of the first region ending after @addr. */
+/* Index of the first region ending after @addr. mm->lock held, as for the two below. */
 static unsigned region_index_after(struct mm_struct *mm, u64 addr)
 {
+	mm_assert_locked(mm);
 	unsigned i = 0;
 	while (i < mm->nr_regions && mm->regions[i].end <= addr)
 		i++;
@@ -160,6 +163,7 @@ static unsigned region_index_after(struct mm_struct *mm, u64 addr)
 
 static void region_insert(struct mm_struct *mm, unsigned i, const struct vm_region *r)
 {
+	mm_assert_locked(mm);
 	memmove(&mm->regions[i + 1], &mm->regions[i], (mm->nr_regions - i) * sizeof(*r));
 	mm->regions[i] = *r;
 	mm->nr_regions++;
@@ -167,6 +171,7 @@ static void region_insert(struct mm_struct *mm, unsigned i, const struct vm_regi
 
 static void region_remove(struct mm_struct *mm, unsigned i)
 {
+	mm_assert_locked(mm);
 	memmove(&mm->regions[i], &mm->regions[i + 1], (mm->nr_regions - i - 1) * sizeof(mm->regions[0]));
 	mm->nr_regions--;
 }

@@ -42,6 +42,8 @@
 #include "mm/pgtable.h"
 #include "kernel/spinlock.h"
 #include "kernel/cpumask.h"
+#include "kernel/percpu.h"
+#include "kernel/assert.h"
 
 enum vm_kind { VM_ANON, VM_FILE_SHARED, VM_FILE_PRIVATE, VM_REFPAGE, NR_VM_KINDS };
 
@@ -76,7 +78,7 @@ enum { MM_RSS_ANON, MM_RSS_SHARED, MM_RSS_PGTABLES, MM_NR_RSS };
 
 struct mm_struct {
 	spinlock_t lock;
-	volatile s32 lock_cpu;		/* CPU holding lock, -1: none (diagnostics) */
+	volatile s32 lock_cpu;		/* CPU holding lock, -1: none (diagnostics, mm_assert_locked) */
 	s32 users;
 	u32 id;
 	struct pgtable pt;
@@ -125,6 +127,13 @@ long mm_rss(const struct mm_struct *mm, int which);
 
 void mm_lock(struct mm_struct *mm);
 void mm_unlock(struct mm_struct *mm);
+
+/* Contract (kernel/assert.h, checked in DEBUG_CONTRACTS builds): this CPU holds
+ * mm->lock. mm_lock() records the holder in lock_cpu. */
+#define mm_assert_locked(mm)                                                                \
+	contract_msg(READ_ONCE((mm)->lock_cpu) == (s32)smp_processor_id(), "mm->lock held",  \
+		     "mm %u, lock held by CPU %d (-1: nobody)", (mm)->id,                 \
+		     (int)READ_ONCE((mm)->lock_cpu))
 
 /* mm/tlbflush.c: load @next on this CPU (NULL: the kernel-only root). */
 void switch_mm(struct mm_struct *next);

@@ -20,6 +20,7 @@
 #include "kernel/options.h"
 #include "kernel/percpu.h"
 #include "kernel/events.h"
+#include "kernel/assert.h"
 
 /* The shootdown switches only change what happens on other CPUs. */
 static const char *needs_remote(u64 v, unsigned ncpus)
@@ -97,6 +98,7 @@ static void save_asid_gen(struct tlb_state *ts)
 /* Interrupts off. Load the kernel-only root (PCID 0, flushed) and leave the old mm. */
 static void leave_mm_local(struct tlb_state *ts, unsigned cpu)
 {
+	assert_irqs_disabled();
 	struct mm_struct *prev = ts->loaded_mm;
 	if (!prev)
 		return;
@@ -124,6 +126,7 @@ static void tlb_pcid_enable_local(struct tlb_state *ts)
 /* Interrupts off. Load @next's root; @gen was read after joining its cpumask. */
 static void load_mm_cr3(struct tlb_state *ts, struct mm_struct *next, u64 gen)
 {
+	assert_irqs_disabled();
 	u64 root = __pa(next->pt.pgd);
 	save_asid_gen(ts);
 	if (tlb_pcid_active()) {
@@ -155,6 +158,7 @@ static void load_mm_cr3(struct tlb_state *ts, struct mm_struct *next, u64 gen)
 /* Runs on a CPU with interrupts off (locally or inside a cross-CPU call). */
 static void flush_tlb_func(const struct flush_info *f)
 {
+	assert_irqs_disabled();
 	unsigned cpu = smp_processor_id();
 	struct tlb_state *ts = &cpu_tlbstate[cpu];
 
@@ -218,6 +222,7 @@ static void flush_tlb_func_remote(void *arg)
 static unsigned tlb_pick_targets(struct mm_struct *mm, unsigned self, unsigned flags,
 				 cpumask_t *mask)
 {
+	assert_irqs_disabled();
 	cpumask_and_online(mask, &mm->cpumask);
 	cpumask_clear_cpu(self, mask);
 	if (tlb_may_skip_lazy(flags, READ_ONCE(tlb_lazy))) {
@@ -290,6 +295,20 @@ void flush_tlb_mm_range_flags(struct mm_struct *mm, u64 start, u64 end, unsigned
 	}
 	tlb_wait_remote(&f, b);
 }
+
+#ifdef CONFIG_DEBUG_CONTRACTS
+void tlb_selftest_break_irq_contract(void)
+{
+	/* An mm this CPU has not loaded: unchecked, the step returns without flushing. */
+	struct mm_struct *mm = mm_alloc();
+	if (!mm)
+		panic("selftest=contract_irqs: no memory for an mm");
+	struct flush_info f = { .mm = mm, .end = TLB_FLUSH_ALL, .stride_shift = PAGE_SHIFT };
+	local_irq_enable();
+	flush_tlb_func(&f);	/* its contract: interrupts off */
+	mm_put(mm);
+}
+#endif
 
 void flush_tlb_one_local(u64 addr)
 {

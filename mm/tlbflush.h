@@ -113,6 +113,11 @@ static inline void flush_tlb_page(struct mm_struct *mm, u64 addr)
 }
 /* This CPU only, one address (a spurious fault's stale entry). */
 void flush_tlb_one_local(u64 addr);
+#ifdef CONFIG_DEBUG_CONTRACTS
+/* selftest=contract_irqs: runs the local flush with interrupts on, breaking its contract
+ * on purpose; the contract check must panic (DEBUG_CONTRACTS builds only). */
+void tlb_selftest_break_irq_contract(void);
+#endif
 /* Full flush on every online CPU, each catching up with its loaded mm (tests). */
 void flush_tlb_all(void);
 /* Make every CPU that has @mm loaded lazily (the caller included) switch to the kernel

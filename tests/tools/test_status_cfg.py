@@ -192,7 +192,7 @@ expect_output=^BAREMM-ERROR option:.*nosuchoption
     def test_errors(self):
         bad = ["smp=1\n", "[a]\nfoo=1\n", "[a]\n[a]\n", "[a]\nsmp=zero\n",
                "[a]\nexpect=great\n", "[a]\nfirmware=coreboot\n", "[a]\nmem=lots\n",
-               "[a]\nexpect_output=(\n", "[a b]\n", "[a]\njunk\n"]
+               "[a]\nexpect_output=(\n", "[a b]\n", "[a]\njunk\n", "[a]\nkernel=debug\n"]
         for text in bad:
             with self.assertRaises(cfg.CfgError, msg=text):
                 cfg.parse(text)
@@ -214,6 +214,16 @@ expect_output=^BAREMM-ERROR option:.*nosuchoption
         self.assertTrue(all(e["ktap"] == "required" for e in tests))
         self.assertTrue(cfg.select(es, groups=["quick"]))
         cfg.load(os.path.join(ROOT, "tests", "qemu", "suites.cfg"))
+        # the contracts kernel runs every test, and each contract broken on purpose panics
+        contracts = [e for e in es if e["kernel"] == "contracts"]
+        self.assertIn("tests=*", [e["cmdline"] for e in contracts])
+        broken = {e["cmdline"] for e in contracts if e["expect"] == "panic"}
+        self.assertEqual(broken, {"selftest=contract_irqs", "selftest=contract_mm_lock"})
+        self.assertTrue(all(e["kernel"] == "default" for e in es if e not in contracts))
+
+    def test_kernel_key(self):
+        es = cfg.parse("[a]\nkernel=contracts\n[b]\nsmp=1\n")
+        self.assertEqual([e["kernel"] for e in es], ["contracts", "default"])
 
 
 class QemuCommandTest(unittest.TestCase):

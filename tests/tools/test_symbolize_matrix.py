@@ -142,6 +142,19 @@ class MatrixCheckTest(unittest.TestCase):
         self.assertIn("# mm/memblock.c:88", text)
         self.assertIn("/e1/serial.log", text)
 
+    def test_run_entry_boots_the_kernel_named(self):
+        import io
+        import threading
+        from unittest import mock
+        rec, parsed = fake_record("tests_pass_bios.log", 33)
+        for kernel, iso in (("default", None),
+                            ("contracts", os.path.join(runner.ROOT, runner.CONTRACTS_ISO))):
+            with tempfile.TemporaryDirectory() as d, \
+                    mock.patch.object(runner, "boot", return_value=(rec, parsed)) as boot:
+                testrun.run_entry(self.entry(name="e1", kernel=kernel), d, None,
+                                  threading.Lock(), io.StringIO())
+            self.assertEqual(boot.call_args.kwargs["iso"], iso, kernel)
+
     def test_status_mismatch_warning(self):
         rec, _ = fake_record("tests_pass_bios.log", 39)
         self.assertEqual(rec["status"], "panic")

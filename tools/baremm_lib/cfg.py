@@ -17,6 +17,7 @@ r"""tests/qemu/matrix.cfg and suites.cfg: kvm-unit-tests unittests.cfg style.
     cmdline_escaped=tests=boot.*\x00bench=x   (the cmdline with C escapes \xNN \t \v \f \\)
     screendump=yes            (compare the screen at the end with the serial log)
     screen_fit=<regex>        (kernel lines matching it must fit the screen's width)
+    kernel=default|contracts  (contracts: the DEBUG_CONTRACTS=1 kernel, build/contracts/)
 
 Values run to the end of the line (a cmdline may contain '=' and '#'); only lines whose
 first non-blank character is '#' or ';' are comments. Unknown keys are errors.
@@ -29,8 +30,9 @@ DEFAULTS = {
     "cmdline": None, "smp": 1, "mem": "512M", "cpu": "max", "firmware": "bios",
     "accel": "tcg", "icount": False, "timeout": 120, "expect": "pass",
     "expect_output": None, "ktap": None, "groups": [], "cmdline_escaped": None,
-    "screendump": False, "screen_fit": None,
+    "screendump": False, "screen_fit": None, "kernel": "default",
 }
+KERNELS = ("default", "contracts")
 ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|[\\tvfnr0])")
 ESCAPES = {"\\": "\\", "t": "\t", "v": "\v", "f": "\f", "n": "\n", "r": "\r", "0": "\0"}
 
@@ -123,6 +125,10 @@ def parse(text, path="<cfg>"):
             elif key == "accel":
                 if val not in ("tcg", "tcg-single", "tcg-multi", "kvm", "auto"):
                     raise ValueError("expected tcg, tcg-single, tcg-multi, kvm or auto")
+                cur[key] = val
+            elif key == "kernel":
+                if val not in KERNELS:
+                    raise ValueError("expected %s" % " or ".join(KERNELS))
                 cur[key] = val
             elif key == "expect":
                 if val not in ALL_STATUSES:

@@ -97,8 +97,12 @@ def print_record(rec, out=sys.stdout):
             out.write(compare.results_table(rec["results"]))
 
 
-def print_backtraces(rec, logpath, out=sys.stdout):
-    elf = os.path.join(runner.ROOT, "build", "baremm.elf")
+def print_backtraces(rec, logpath, out=sys.stdout, iso=None):
+    # the ELF built with the ISO booted (build/contracts/ holds both of the contracts kernel)
+    elf = os.path.join(os.path.dirname(os.path.abspath(iso)) if iso else
+                       os.path.join(runner.ROOT, "build"), "baremm.elf")
+    if iso and not os.path.exists(elf):
+        elf = os.path.join(runner.ROOT, "build", "baremm.elf")
     if not rec.get("panics") or not os.path.exists(elf):
         return
     frames = [f for p in rec["panics"] for f in p["backtrace"]]
@@ -190,7 +194,7 @@ def cmd_run(a):
             if not a.quiet:
                 print()
             print_record(rec)
-            print_backtraces(rec, os.path.join(d, "serial.log"))
+            print_backtraces(rec, os.path.join(d, "serial.log"), iso=a.iso)
             print("baremm: wrote %s" % disp_path(os.path.join(d, "run.json")))
     except runner.ToolError as e:
         err(str(e))

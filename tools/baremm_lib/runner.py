@@ -19,6 +19,9 @@ OVMF_VARS = os.environ.get("BAREMM_OVMF_VARS") or "/usr/share/OVMF/OVMF_VARS_4M.
 ICOUNT = "shift=0,sleep=off,align=off"
 ISO = "build/baremm-qemu.iso"   # iso/baremm.iso without the GRUB menu wait (Makefile)
 USB_ISO = "iso/baremm.iso"
+# The same ISO with a kernel that checks its contracts (make DEBUG_CONTRACTS=1, kernel/assert.h)
+CONTRACTS_ISO = "build/contracts/baremm-qemu.iso"
+KERNEL_ISOS = {"default": ISO, "contracts": CONTRACTS_ISO}
 SCHEMA = "baremm-run/1"
 # The cycle-cost model (docs/COSTMODEL.md): a TCG plugin and its named CPU profiles.
 MODEL_SO = "build/model/costmodel.so"
@@ -398,6 +401,15 @@ def build(root=ROOT, quiet=False, model=False):
                         % (ISO, r.returncode, r.stdout[-4000:], r.stderr[-4000:]))
     if not quiet and (r.stdout.strip() or r.stderr.strip()):
         sys.stderr.write(r.stdout + r.stderr)
+
+
+def build_contracts(root=ROOT):
+    """`make -s DEBUG_CONTRACTS=1 build/contracts/baremm-qemu.iso`; raises ToolError."""
+    r = subprocess.run(["make", "-s", "DEBUG_CONTRACTS=1", CONTRACTS_ISO], cwd=root,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ToolError("build failed (make -s DEBUG_CONTRACTS=1 %s, exit %d):\n%s%s"
+                        % (CONTRACTS_ISO, r.returncode, r.stdout[-4000:], r.stderr[-4000:]))
 
 
 def safe_name(name):

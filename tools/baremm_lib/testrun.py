@@ -100,24 +100,39 @@ def _step(steps, name, ok, problems, log=None, skipped=None):
                       "skipped": skipped})
 
 
+def make_check(name, script, outdir, out=sys.stdout, steps=None):
+    """One build-system check of tests/make/ (a shell script printing PASS/FAIL name ...)."""
+    log = os.path.join(outdir, name + ".log")
+    r = subprocess.run([os.path.join(runner.ROOT, "tests", "make", script)], cwd=runner.ROOT,
+                       capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(r.stdout + r.stderr)
+    ok = r.returncode == 0
+    lines = (r.stdout + r.stderr).splitlines()
+    summary = [line for line in lines if line.startswith(("PASS ", "FAIL "))]
+    out.write((summary[-1] if summary else "%s %s (exit %d)" % ("PASS" if ok else "FAIL",
+                                                                name, r.returncode)) + "\n")
+    if not ok:
+        out.write("".join("    " + line + "\n" for line in lines[-20:]))
+    _step(steps, name, ok, [] if ok else lines[-20:], log)
+    return (1, 0, 0) if ok else (0, 1, 0)
+
+
 def clang_build(outdir, out=sys.stdout, steps=None):
-    """The kernel must also build with clang (-Wall -Wextra -Werror): one check."""
+    """The kernel must also build with clang (-Wall -Wextra -Werror), and `make CC=clang`
+    after a gcc build must rebuild every object with clang (tests/make/cc-switch.sh)."""
     import shutil
     if not shutil.which("clang"):
         out.write("SKIP clang-build (clang not installed)\n")
         _step(steps, "clang-build", True, [], skipped="clang not installed")
         return 0, 0, 1
-    log = os.path.join(outdir, "clang-build.log")
-    r = subprocess.run(["make", "-s", "-j2", "CC=clang", "BUILD=build/clang", "build/clang/baremm.elf"],
-                       cwd=runner.ROOT, capture_output=True, text=True)
-    with open(log, "w") as f:
-        f.write(r.stdout + r.stderr)
-    ok = r.returncode == 0
-    out.write("%s clang-build (make CC=clang)\n" % ("PASS" if ok else "FAIL"))
-    if not ok:
-        out.write("".join("    " + line + "\n" for line in (r.stdout + r.stderr).splitlines()[-20:]))
-    _step(steps, "clang-build", ok, [] if ok else (r.stdout + r.stderr).splitlines()[-20:], log)
-    return (1, 0, 0) if ok else (0, 1, 0)
+    return make_check("clang-build", "cc-switch.sh", outdir, out, steps)
+
+
+def reproducible_iso(outdir, out=sys.stdout, steps=None):
+    """A second build in another directory gives byte-identical ISOs
+    (tests/make/reproducible-iso.sh)."""
+    return make_check("reproducible-iso", "reproducible-iso.sh", outdir, out, steps)
 
 
 def perf_check(outdir, out=sys.stdout, steps=None):
@@ -276,6 +291,8 @@ def check_screen(entry, record, d):
 def run_entry(entry, outdir, iso, lock, out, verbose=False):
     d = runner.new_dir(outdir, entry["name"])
     t0 = time.monotonic()
+    if entry.get("kernel", "default") != "default":
+        iso = os.path.join(runner.ROOT, runner.KERNEL_ISOS[entry["kernel"]])
     try:
         record, parsed = runner.boot(entry, d, echo=None, iso=iso, name=entry["name"])
     except runner.ToolError as e:
@@ -381,6 +398,8 @@ def main(args, out=sys.stdout):
     if not args.no_build and entries:
         try:
             runner.build(quiet=True, model=True)
+            if any(e["kernel"] == "contracts" for e in entries):
+                runner.build_contracts()
         except runner.ToolError as e:
             build_error = str(e)
             out.write("FAIL build\n%s\n" % "\n".join("    " + line for line in
@@ -395,6 +414,8 @@ def main(args, out=sys.stdout):
         out.flush()
     if not args.no_build:
         tally.add(*clang_build(outdir, out, steps=steps))
+        out.flush()
+        tally.add(*reproducible_iso(outdir, out, steps=steps))
         out.flush()
     results = run_matrix(entries, outdir, args.jobs, out, build_error=build_error)
     perf_steps = []
