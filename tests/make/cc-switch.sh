@@ -4,7 +4,7 @@
 # same build directory, and check that every C object's .comment section names clang and
 # none names GCC. A second clang make must compile nothing. The clang build is also the
 # check that the kernel builds with clang under -Wall -Wextra -Werror.
-# Usage: tests/build/cc-switch.sh [BUILD_DIR]   (default: build/cc-switch, removed first)
+# Usage: tests/make/cc-switch.sh [BUILD_DIR]   (default: build/cc-switch, removed first)
 set -eu
 cd "$(dirname "$0")/../.."
 d=${1:-build/cc-switch}

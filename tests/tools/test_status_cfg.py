@@ -117,7 +117,8 @@ class StatusSourcesTest(unittest.TestCase):
         self.assertEqual(list(rows), list(status.ALL_STATUSES))
         more = {int(c[0]) for c in md_table(text, "More tool exit statuses:")}
         self.assertEqual(more, {status.EXIT_LOG_ERROR, status.EXIT_TOOL_ERROR,
-                                status.EXIT_USAGE, status.EXIT_INTERRUPTED})
+                                status.EXIT_USAGE, status.EXIT_INTERRUPTED,
+                                status.EXIT_NOT_CALIBRATED})
 
     def test_matrix(self):
         text = _read("tests/qemu/matrix.cfg")

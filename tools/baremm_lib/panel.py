@@ -86,26 +86,54 @@ class PanelError(Exception):
     pass
 
 
-# Everything a model figure of the panel depends on, besides the profile and the kernel.
-INPUT_GLOBS = ("tools/native/*.[ch]", "mm/*.[ch]", "kernel/*.h", "kernel/events.c",
-               "kernel/string.c", "kernel/rcu.c", "tests/host/host_shim.c", "tests/host/host_call.c",
-               "tests/host/vm_fake_alloc.[ch]", "arch/x86_64/*.h", "model/*.[ch]",
-               "tools/baremm_lib/panel.py")
+# What a model figure of the panel depends on besides the compiled sources: the plugin.
+PLUGIN_GLOBS = ("model/*.c", "model/*.h")
+_COMMENT_RE = None
+
+
+def _code_only(text, path):
+    """Source text without comments and with whitespace collapsed: a comment or a blank
+    line changes no instruction the model prices."""
+    import re
+    global _COMMENT_RE
+    if path.endswith(".cfg"):
+        return "\n".join(l.split("#", 1)[0].strip() for l in text.splitlines() if l.split("#", 1)[0].strip())
+    if _COMMENT_RE is None:
+        _COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/|("(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\')', re.S)
+    text = _COMMENT_RE.sub(lambda m: m.group(1) or " ", text)
+    return " ".join(text.split())
+
+
+def compiled_files():
+    """Every source and header the panel binaries are compiled from (gcc -MM), and the
+    plugin's sources."""
+    files = set()
+    srcs = [(s, MM_CFLAGS) for s in set(MM_SRCS + VM_SRCS)] + [("kernel/string.c", STRING_CFLAGS)]
+    srcs += [("tools/native/" + s, PANEL_CFLAGS) for s in PANEL_SRCS + VM_PANEL_SRCS]
+    for src, flags in srcs:
+        r = subprocess.run(["gcc"] + [f for f in flags if f != "-Werror"] + ["-MM", src],
+                           cwd=ROOT, capture_output=True, text=True)
+        if r.returncode:
+            raise PanelError("gcc -MM %s failed:\n%s" % (src, r.stderr))
+        deps = r.stdout.replace("\\\n", " ").split(":", 1)[1].split()
+        files.update(d for d in deps if not os.path.isabs(d))
+    for g in PLUGIN_GLOBS:
+        files.update(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, g))
+                     if not os.path.basename(p).startswith("test_"))
+    return sorted(files)
 
 
 def inputs_sha(profile_text, kernel, model_args=""):
-    """A digest of the panel's inputs: sources, profile text, kernel image name, extra
-    plugin arguments. A recorded panel is current while this digest is unchanged."""
+    """A digest of the panel's inputs: the code of every file compiled into the panel and
+    the plugin (comments stripped), the profile's values, the guest's kernel image name,
+    memory and command line, extra plugin arguments. A recorded panel is current while
+    this digest is unchanged."""
     import hashlib
     h = hashlib.sha256()
-    for g in INPUT_GLOBS:
-        for path in sorted(glob.glob(os.path.join(ROOT, g))):
-            if path.endswith("_test.c"):
-                continue
-            h.update(os.path.relpath(path, ROOT).encode() + b"\0")
-            with open(path, "rb") as f:
-                h.update(f.read())
-    for x in (profile_text, kernel, model_args or ""):
+    for rel in compiled_files():
+        with open(os.path.join(ROOT, rel), errors="replace") as f:
+            h.update(rel.encode() + b"\0" + _code_only(f.read(), rel).encode() + b"\0")
+    for x in (_code_only(profile_text, "p.cfg"), kernel, model_args or "", GUEST_APPEND, GUEST_MEM):
         h.update(b"\0" + x.encode())
     return h.hexdigest()[:16]
 

@@ -80,8 +80,13 @@ def main(a):
         lines.append(("panel.recorded", "fail", "no docs/data/native-panel-%s.json: run "
                       "tools/baremm native-panel --model %s --save docs/data" % (profile, profile)))
     else:
-        sha = P.inputs_sha(rec.get("profile_text", ""), rec.get("kernel") or "",
-                           rec.get("model_args", ""))
+        # a published profile is read as it is now; the host's (not committed) as recorded
+        ptext = rec.get("profile_text", "")
+        committed = os.path.join(P.ROOT, "model", "profiles", profile + ".cfg")
+        if os.path.isfile(committed):
+            with open(committed) as f:
+                ptext = f.read()
+        sha = P.inputs_sha(ptext, rec.get("kernel") or "", rec.get("model_args", ""))
         if sha != rec.get("inputs_sha"):
             lines.append(("panel.recorded", "fail", "docs/data/native-panel-%s.json is stale (its "
                           "inputs changed: sources, profile or kernel): run tools/baremm "
