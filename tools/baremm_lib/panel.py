@@ -522,6 +522,11 @@ def main(a):
         bdir = os.path.join(ROOT, "build", "native")
         t0 = time.monotonic()
         panel, vm = build(bdir)
+        if not a.native_only and not a.reuse_model:
+            # the plugin the guest runs under is the one these sources build
+            r = subprocess.run(["make", "-s", runner.MODEL_SO], cwd=ROOT, capture_output=True, text=True)
+            if r.returncode:
+                raise PanelError("make %s failed:\n%s" % (runner.MODEL_SO, r.stderr))
         print("native-panel: native rounds (%d, interleaved) ..." % a.rounds, file=sys.stderr)
         text = run_native(panel, a.rounds, a.only) + run_native(vm, a.rounds, a.only)
         with open(os.path.join(out, "native.log"), "w") as f:
