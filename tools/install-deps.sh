@@ -42,7 +42,7 @@ check required "have ld" "ld (binutils)" binutils
 check required "have make" "make" make
 check required "[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib64/libc.a ]" \
     "static C library (the native panel's static programs: tools/baremm panel-check)" libc6-dev
-check required "have cpio" "cpio (the native panel's initramfs for the Linux guest)" cpio
+check optional "have cpio" "cpio (tools/baremm native-panel: the Linux guest's initramfs)" cpio
 check required "have python3" "python3" python3
 check required "have grub-mkrescue || have grub2-mkrescue" "grub-mkrescue" grub-common
 check required "grub_dir i386-pc" "GRUB BIOS modules (i386-pc)" grub-pc-bin

@@ -16,7 +16,7 @@ from baremm_lib import runner  # noqa: E402
 
 REAL = ("bash", "sed", "head", "grep", "awk", "cat")
 TOOLS = ("nasm", "gcc", "ld", "make", "python3", "grub-mkrescue", "xorriso", "mformat",
-         "clang", "gdb", "gnuplot")
+         "clang", "gdb", "gnuplot", "cpio")
 
 
 def grub_dirs_present():

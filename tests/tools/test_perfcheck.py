@@ -1,4 +1,5 @@
 """tools/baremm perf-check: perf.cfg, baseline comparison, the command on recorded logs."""
+import contextlib
 import io
 import json
 import os
@@ -9,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, data  # noqa: E402
-from baremm_lib import cli, perfcheck as pc, runner  # noqa: E402
+from baremm_lib import cli, perfcheck as pc, runner, status  # noqa: E402
 
 CFG = """
 # comment
@@ -230,8 +231,15 @@ class CommandTest(unittest.TestCase):
         self.assertIn("1 passed, 0 failed", out)
 
     def test_missing_baseline(self):
-        rc, _ = self.run_cli()
-        self.assertEqual(rc, 20)
+        with self.assertRaises(pc.PerfError):
+            self.run_cli()
+        self.assertEqual(self.boots, [])
+        # through the command line's one error mapping: the tool-error status
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = cli.main(["perf-check", "--config", self.cfg, "--baseline", self.base])
+        self.assertEqual(rc, status.EXIT_TOOL_ERROR)
+        self.assertIn("perf-check: ", err.getvalue())
         self.assertEqual(self.boots, [])
 
     def test_not_deterministic(self):

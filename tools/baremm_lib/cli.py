@@ -9,6 +9,10 @@ from . import calibrate, experiment, modelcheck, perfcheck, sweep, symbolize, te
 from . import docs, panel, panelcheck
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
+# What a subcommand raises when its input is bad or a step it needs fails: exit status
+# EXIT_TOOL_ERROR, mapped in main() only (--model host uncalibrated: EXIT_NOT_CALIBRATED).
+TOOL_ERRORS = (runner.ToolError, docs.DocsError, perfcheck.PerfError, sweep.SweepError,
+               panel.PanelError, plotmod.PlotError, OSError)
 
 
 def err(msg):
@@ -174,35 +178,27 @@ def cmd_run(a):
             c = dict(base_cfg)
             c["cmdline"] = ((cmdline or "") + " %s=%s" % (opt, v)).strip()
             boots.append(("%s-%s" % (name, runner.safe_name(v)), c))
-    try:
-        if not a.no_build:
-            runner.build(model=bool(a.model))
-        if a.out:
-            top = os.path.abspath(a.out)
-            os.makedirs(top, exist_ok=True)
-        else:
-            top = runner.new_dir(os.path.join(runner.ROOT, "results"),
-                                 "%s-%s" % (runner.timestamp(), name))
-        records = []
-        for bname, c in boots:
-            d = top if len(boots) == 1 else runner.new_dir(top, runner.safe_name(bname))
-            echo = None if a.quiet else runner.LineEcho(sys.stdout)
-            if not a.quiet:
-                print("baremm: booting %s (cmdline: %s)" % (bname, c["cmdline"]))
-            rec, _ = runner.boot(c, d, echo=echo, iso=a.iso, name=bname)
-            records.append((d, rec))
-            if not a.quiet:
-                print()
-            print_record(rec)
-            print_backtraces(rec, os.path.join(d, "serial.log"), iso=a.iso)
-            print("baremm: wrote %s" % disp_path(os.path.join(d, "run.json")))
-    except runner.ToolError as e:
-        err(str(e))
-        return st.EXIT_TOOL_ERROR
-    except KeyboardInterrupt:
-        runner.kill_all()
-        err("interrupted")
-        return 130
+    if not a.no_build:
+        runner.build(model=bool(a.model))
+    if a.out:
+        top = os.path.abspath(a.out)
+        os.makedirs(top, exist_ok=True)
+    else:
+        top = runner.new_dir(os.path.join(runner.ROOT, "results"),
+                             "%s-%s" % (runner.timestamp(), name))
+    records = []
+    for bname, c in boots:
+        d = top if len(boots) == 1 else runner.new_dir(top, runner.safe_name(bname))
+        echo = None if a.quiet else runner.LineEcho(sys.stdout)
+        if not a.quiet:
+            print("baremm: booting %s (cmdline: %s)" % (bname, c["cmdline"]))
+        rec, _ = runner.boot(c, d, echo=echo, iso=a.iso, name=bname)
+        records.append((d, rec))
+        if not a.quiet:
+            print()
+        print_record(rec)
+        print_backtraces(rec, os.path.join(d, "serial.log"), iso=a.iso)
+        print("baremm: wrote %s" % disp_path(os.path.join(d, "run.json")))
     if len(records) > 1:
         sides = [(rec["name"], rec["results"], rec.get("machine")) for _, rec in records]
         print()
@@ -271,36 +267,28 @@ def cmd_suite(a):
     if not entries:
         err("no entry of %s is named or in group %r" % (path, a.name))
         return st.EXIT_USAGE
-    try:
-        if not a.no_build:
-            runner.build(model=bool(a.model))
-        top = runner.new_dir(os.path.join(runner.ROOT, "results"),
-                             "suite-%s-%s" % (runner.safe_name(a.name), runner.timestamp()))
-        records = []
-        for e in entries:
-            c = dict(e)
-            if a.icount:
-                c["icount"] = True
-            if a.model:
-                c["model"] = a.model
-            if a.accel:
-                c["accel"] = a.accel
-            d = runner.new_dir(top, e["name"])
-            print("baremm: suite %s: booting [%s] smp=%s cmdline=%s"
-                  % (a.name, e["name"], c["smp"], c["cmdline"]))
-            echo = None if a.quiet else runner.LineEcho(sys.stdout, prefix="  | ")
-            rec, _ = runner.boot(c, d, echo=echo, name=e["name"])
-            records.append(rec)
-            for line in summary_lines(rec):
-                print("baremm: %s" % line)
-            print_backtraces(rec, os.path.join(d, "serial.log"))
-    except runner.ToolError as e:
-        err(str(e))
-        return st.EXIT_TOOL_ERROR
-    except KeyboardInterrupt:
-        runner.kill_all()
-        err("interrupted")
-        return 130
+    if not a.no_build:
+        runner.build(model=bool(a.model))
+    top = runner.new_dir(os.path.join(runner.ROOT, "results"),
+                         "suite-%s-%s" % (runner.safe_name(a.name), runner.timestamp()))
+    records = []
+    for e in entries:
+        c = dict(e)
+        if a.icount:
+            c["icount"] = True
+        if a.model:
+            c["model"] = a.model
+        if a.accel:
+            c["accel"] = a.accel
+        d = runner.new_dir(top, e["name"])
+        print("baremm: suite %s: booting [%s] smp=%s cmdline=%s"
+              % (a.name, e["name"], c["smp"], c["cmdline"]))
+        echo = None if a.quiet else runner.LineEcho(sys.stdout, prefix="  | ")
+        rec, _ = runner.boot(c, d, echo=echo, name=e["name"])
+        records.append(rec)
+        for line in summary_lines(rec):
+            print("baremm: %s" % line)
+        print_backtraces(rec, os.path.join(d, "serial.log"))
     print()
     for rec in records:
         if not rec["results"]:
@@ -447,6 +435,10 @@ def main(argv=None):
     except KeyboardInterrupt:
         runner.kill_all()
         err("interrupted")
-        return 130
+        return st.EXIT_INTERRUPTED
+    except TOOL_ERRORS as e:
+        # the one place an error becomes an exit status (docs/OUTPUT.md, exit codes)
+        err("%s: %s" % (a.cmd, e))
+        return st.EXIT_TOOL_ERROR
     except BrokenPipeError:
         return 0

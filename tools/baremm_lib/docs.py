@@ -295,9 +295,8 @@ def main(a, out=sys.stdout):
         for p in problems:
             out.write("baremm docs: warning: %s\n" % p)
         return 0
-    except (OSError, ValueError, KeyError, DocsError) as e:
-        sys.stderr.write("baremm docs: %s\n" % e)
-        return 20
+    except (ValueError, KeyError) as e:
+        raise DocsError("bad data: %s" % e)
 
 
 def add_parser(sub):

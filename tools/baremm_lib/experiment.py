@@ -587,13 +587,6 @@ def main(a, out=sys.stdout):
             summaries.append(s)
             status = status or st
             out.write("\n")
-    except runner.ToolError as e:
-        sys.stderr.write("baremm: %s\n" % e)
-        return 20
-    except KeyboardInterrupt:
-        runner.kill_all()
-        sys.stderr.write("baremm: interrupted\n")
-        return 130
     finally:
         perfcheck.remove_copy(getattr(a, "_iso", None))
     if len(summaries) > 1:

@@ -507,74 +507,70 @@ def host_info():
 
 
 def main(a):
-    try:
-        if a.from_json:
-            with open(a.from_json) as f:
-                data = json.load(f)
-            table(data)
-            if a.plot:
-                plot(data, a.plot)
-            return 0
-        profile = runner.resolve_profile(a.model)
-        pname = os.path.basename(profile)[:-4] if profile.endswith(".cfg") else a.model
-        out = a.out or runner.new_dir(os.path.join(ROOT, "results"), "native-panel")
-        os.makedirs(out, exist_ok=True)
-        bdir = os.path.join(ROOT, "build", "native")
-        t0 = time.monotonic()
-        panel, vm = build(bdir)
-        if not a.native_only and not a.reuse_model:
-            # the plugin the guest runs under is the one these sources build
-            r = subprocess.run(["make", "-s", runner.MODEL_SO], cwd=ROOT, capture_output=True, text=True)
-            if r.returncode:
-                raise PanelError("make %s failed:\n%s" % (runner.MODEL_SO, r.stderr))
-        print("native-panel: native rounds (%d, interleaved) ..." % a.rounds, file=sys.stderr)
-        text = run_native(panel, a.rounds, a.only) + run_native(vm, a.rounds, a.only)
-        with open(os.path.join(out, "native.log"), "w") as f:
-            f.write(text)
-        nrows, clocks = parse_panel(text)
-        if not nrows:
-            raise PanelError("no row selected (--only %s)" % a.only)
-        native = native_figures(nrows, clocks)
-        guest_rows, model, boot, serial = {}, {}, None, None
-        if a.reuse_model:
-            serial, mtext, boot = reuse_model(a.reuse_model, profile)
-        elif not a.native_only:
-            print("native-panel: Linux guest under the cost model (%s) ..." % pname, file=sys.stderr)
-            serial, mtext, boot = run_model(out, panel, vm, profile, a.model_rounds, a.only)
-        if serial is not None:
-            guest_rows, _ = parse_panel(serial)
-            model = parse_model(mtext)
-            missing = [n for n in native if n not in model]
-            if missing:
-                raise PanelError("the model printed no figure for %s (see %s)" % (", ".join(missing), out))
-        rows = join(native, guest_rows, model, pname)
-        with open(profile) as f:
-            ptext = f.read()
-        cpt = max(c["core_per_tsc"] for c in clocks)
-        tsc = clocks[0]["tsc_ghz"]
-        data = {"schema": SCHEMA, "profile": pname, "rounds": a.rounds, "model_rounds": a.model_rounds,
-                "host": {"cpu": host_info(), "core_per_tsc": cpt, "tsc_ghz": tsc, "core_ghz": cpt * tsc,
-                         "clocks": clocks},
-                "kernel": os.path.basename(kernel_image()) if not a.native_only else None,
-                "git": runner.git_info(), "rows": rows, "pairs": pairs(native, rows),
-                "summary": summary(rows), "boot": boot, "profile_text": ptext,
-                "model_args": os.environ.get("BAREMM_MODEL_ARGS", ""),
-                "inputs_sha": None if boot is None else inputs_sha(
-                    ptext, os.path.basename(kernel_image()), os.environ.get("BAREMM_MODEL_ARGS", "")),
-                "cpu_id": cpu_id(),
-                "duration_s": round(time.monotonic() - t0, 1)}
+    if a.from_json:
+        with open(a.from_json) as f:
+            data = json.load(f)
         table(data)
-        runner.write_json(os.path.join(out, "panel.json"), data)
-        if a.save:
-            os.makedirs(a.save, exist_ok=True)
-            runner.write_json(os.path.join(a.save, "native-panel-%s.json" % pname), data)
         if a.plot:
             plot(data, a.plot)
-        print("native-panel: %s (%.0f s)" % (out, data["duration_s"]), file=sys.stderr)
         return 0
-    except (PanelError, runner.ToolError) as e:
-        print("native-panel: %s" % e, file=sys.stderr)
-        return st.EXIT_TOOL_ERROR
+    profile = runner.resolve_profile(a.model)
+    pname = os.path.basename(profile)[:-4] if profile.endswith(".cfg") else a.model
+    out = a.out or runner.new_dir(os.path.join(ROOT, "results"), "native-panel")
+    os.makedirs(out, exist_ok=True)
+    bdir = os.path.join(ROOT, "build", "native")
+    t0 = time.monotonic()
+    panel, vm = build(bdir)
+    if not a.native_only and not a.reuse_model:
+        # the plugin the guest runs under is the one these sources build
+        r = subprocess.run(["make", "-s", runner.MODEL_SO], cwd=ROOT, capture_output=True, text=True)
+        if r.returncode:
+            raise PanelError("make %s failed:\n%s" % (runner.MODEL_SO, r.stderr))
+    print("native-panel: native rounds (%d, interleaved) ..." % a.rounds, file=sys.stderr)
+    text = run_native(panel, a.rounds, a.only) + run_native(vm, a.rounds, a.only)
+    with open(os.path.join(out, "native.log"), "w") as f:
+        f.write(text)
+    nrows, clocks = parse_panel(text)
+    if not nrows:
+        raise PanelError("no row selected (--only %s)" % a.only)
+    native = native_figures(nrows, clocks)
+    guest_rows, model, boot, serial = {}, {}, None, None
+    if a.reuse_model:
+        serial, mtext, boot = reuse_model(a.reuse_model, profile)
+    elif not a.native_only:
+        print("native-panel: Linux guest under the cost model (%s) ..." % pname, file=sys.stderr)
+        serial, mtext, boot = run_model(out, panel, vm, profile, a.model_rounds, a.only)
+    if serial is not None:
+        guest_rows, _ = parse_panel(serial)
+        model = parse_model(mtext)
+        missing = [n for n in native if n not in model]
+        if missing:
+            raise PanelError("the model printed no figure for %s (see %s)" % (", ".join(missing), out))
+    rows = join(native, guest_rows, model, pname)
+    with open(profile) as f:
+        ptext = f.read()
+    cpt = max(c["core_per_tsc"] for c in clocks)
+    tsc = clocks[0]["tsc_ghz"]
+    data = {"schema": SCHEMA, "profile": pname, "rounds": a.rounds, "model_rounds": a.model_rounds,
+            "host": {"cpu": host_info(), "core_per_tsc": cpt, "tsc_ghz": tsc, "core_ghz": cpt * tsc,
+                     "clocks": clocks},
+            "kernel": os.path.basename(kernel_image()) if not a.native_only else None,
+            "git": runner.git_info(), "rows": rows, "pairs": pairs(native, rows),
+            "summary": summary(rows), "boot": boot, "profile_text": ptext,
+            "model_args": os.environ.get("BAREMM_MODEL_ARGS", ""),
+            "inputs_sha": None if boot is None else inputs_sha(
+                ptext, os.path.basename(kernel_image()), os.environ.get("BAREMM_MODEL_ARGS", "")),
+            "cpu_id": cpu_id(),
+            "duration_s": round(time.monotonic() - t0, 1)}
+    table(data)
+    runner.write_json(os.path.join(out, "panel.json"), data)
+    if a.save:
+        os.makedirs(a.save, exist_ok=True)
+        runner.write_json(os.path.join(a.save, "native-panel-%s.json" % pname), data)
+    if a.plot:
+        plot(data, a.plot)
+    print("native-panel: %s (%.0f s)" % (out, data["duration_s"]), file=sys.stderr)
+    return 0
 
 
 def add_parser(sub):

@@ -352,13 +352,8 @@ def main(a, out=sys.stdout):
                              "perf-check-%s" % runner.timestamp())
         figures, failures, differ = run_entries(cfg, top, out, icount=True,
                                                 repeat=2 if a.repeat else 1, model=model)
-    except (OSError, ValueError, PerfError, runner.ToolError) as e:
-        sys.stderr.write("baremm: perf-check: %s\n" % e)
-        return 20
-    except KeyboardInterrupt:
-        runner.kill_all()
-        sys.stderr.write("baremm: interrupted\n")
-        return 130
+    except ValueError as e:
+        raise PerfError(str(e))
     out.write("\n")
     if differ:
         out.write("NOT DETERMINISTIC: %d figures differ between boots:\n" % len(differ))

@@ -260,9 +260,8 @@ def main(a, out=sys.stdout):
         for p in problems:
             out.write("shootdown-sweep: problem: %s\n" % p)
         return 1 if problems else 0
-    except (runner.ToolError, SweepError, plotmod.PlotError, OSError, ValueError, KeyError) as e:
-        sys.stderr.write("shootdown-sweep: %s\n" % e)
-        return 20
+    except (ValueError, KeyError) as e:
+        raise SweepError("bad data: %s" % e)
 
 
 def add_parser(sub):
