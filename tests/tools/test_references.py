@@ -38,10 +38,6 @@ def top_dirs(root):
 ALLOWED = {
     # build outputs: `make` writes them (.gitignore lists them)
     "iso/baremm.iso": "the bootable image `make` builds",
-    # written by a command the text names, absent until someone records it
-    "docs/data/native-panel-*.json": "`tools/baremm native-panel --save docs/data` writes it "
-                                     "on the host it measures; none is recorded yet",
-    "docs/img/native-panel-*.png": "`tools/baremm native-panel --plot` writes it",
     # paths in other projects' trees, named as such where they are mentioned
     "tools/testing/kunit/kunit_parser.py": "Linux's KUnit parser",
     "docs/system/replay.rst": "QEMU's record/replay documentation",
