@@ -627,18 +627,70 @@ static bool inval_others(struct vcpu *v, unsigned vi, u64 line, struct dent *d)
 	return shared;
 }
 
+/* A load starts here: remember the clock, the store count and the parts, so that a spin
+ * whose check this load was can start its wait at it (pause_cb). */
+static inline void note_load(struct vcpu *v, unsigned vi)
+{
+	if (v->waiting)
+		return;
+	v->ld_clock = clock_of(vi, NULL);
+	v->ld_seq = store_seq;
+	for (int k = 0; k < NR_PEV; k++)
+		v->ld_pev[k] = v->ev[part_ev[k]];
+}
+
+/* This CPU's own hierarchy: the level that holds @line, or -1 for the line of the
+ * previous access (an L1 hit without a lookup). */
+static inline int hier_level(struct vcpu *v, u64 line)
+{
+	if (line == v->last_line)
+		return -1;
+	v->last_line = line;
+	return hier_access(&v->h, line);
+}
+
+/* The latency of that level, counting its misses (so after a wait's events are undone). */
+static inline u64 hier_lat(struct vcpu *v, int lvl)
+{
+	return lvl < 0 ? P.l1d_lat : level_lat(v, lvl);
+}
+
+/* Taking @line for ownership (a store, an atomic's read for ownership) on top of @cost,
+ * the own hierarchy's: a transfer from @o when it held the line modified, an RFO (at least
+ * the LLC's latency) when other CPUs only shared it. */
+static inline u64 ownership_cost(struct vcpu *v, unsigned vi, unsigned o, bool remote_m,
+				 bool shared, u64 cost)
+{
+	if (remote_m)
+		return c2c_price(v, vi, o);
+	if (shared) {
+		v->ev[EV_RFO_INVAL]++;
+		if (cost < P.llc_lat)
+			cost = P.llc_lat;
+	}
+	return cost;
+}
+
+/* QEMU ran the writer first, but its store comes later in modelled time: the access
+ * returns no earlier than that store + the transfer (counted as a wait), as on hardware,
+ * where the reader would have spun until then. causal=off (the model before this rule)
+ * lets the read see the future: docs/COSTMODEL.md. Returns 0 (the cost is in the clock). */
+static inline u64 causal_wait(struct vcpu *v, unsigned vi, const struct dent *d, u64 cost)
+{
+	u64 t = d->wclock + cost * 100;
+	v->ev[EV_WAIT]++;
+	v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
+	clock_set(vi, t - v->ipi_shift, &v->part_wait);
+	return 0;
+}
+
 /* The load half of an atomic (lock prefix, xchg): a read for ownership. It takes the line
  * exclusive in one transaction: a line another CPU holds modified costs one transfer, a
  * line others share an RFO, and every other copy is gone, so the store half that follows
  * is an L1 hit. Otherwise a load: it ends a wait and reads causally like one. */
 static u64 rmw_load_multi(struct vcpu *v, unsigned vi, u64 line)
 {
-	if (!v->waiting) {
-		v->ld_clock = clock_of(vi, NULL);
-		v->ld_seq = store_seq;
-		for (int k = 0; k < NR_PEV; k++)
-			v->ld_pev[k] = v->ev[part_ev[k]];
-	}
+	note_load(v, vi);
 	struct dent *d = dir_get(line, true);
 	unsigned o = d->owner ? d->owner - 1u : vi;
 	bool remote_m = o != vi && holds(o, line);
@@ -646,21 +698,7 @@ static u64 rmw_load_multi(struct vcpu *v, unsigned vi, u64 line)
 	bool shared = inval_others(v, vi, line, d);
 	if (wake)
 		wait_events_back(v);
-	u64 cost;
-	if (line == v->last_line) {
-		cost = P.l1d_lat;
-	} else {
-		int lvl = hier_access(&v->h, line);
-		v->last_line = line;
-		cost = level_lat(v, lvl);
-	}
-	if (remote_m) {
-		cost = c2c_price(v, vi, o);
-	} else if (shared) {
-		v->ev[EV_RFO_INVAL]++;
-		if (cost < P.llc_lat)
-			cost = P.llc_lat;
-	}
+	u64 cost = ownership_cost(v, vi, o, remote_m, shared, hier_lat(v, hier_level(v, line)));
 	d->owner = (u16)(vi + 1);	/* exclusive now; the store half makes it modified */
 	if (wake) {
 		wake_to(vi, d->wclock, cost);
@@ -671,12 +709,7 @@ static u64 rmw_load_multi(struct vcpu *v, unsigned vi, u64 line)
 		wait_events_back(v);
 		wake_to(vi, 0, 0);
 	} else if (causal && !v->waiting && remote_m && d->wclock > eff_clock(vi)) {
-		/* a store from this CPU's future, as in data_line_multi */
-		u64 t = d->wclock + cost * 100;
-		v->ev[EV_WAIT]++;
-		v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
-		clock_set(vi, t - v->ipi_shift, &v->part_wait);
-		return 0;
+		return causal_wait(v, vi, d, cost);	/* a store from this CPU's future */
 	}
 	return cost;
 }
@@ -689,41 +722,24 @@ static u64 rmw_load_multi(struct vcpu *v, unsigned vi, u64 line)
 static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 {
 	if (!store) {
-		if (!v->waiting) {
-			v->ld_clock = clock_of(vi, NULL);
-			v->ld_seq = store_seq;
-			for (int k = 0; k < NR_PEV; k++)
-				v->ld_pev[k] = v->ev[part_ev[k]];
-		}
-		if (line == v->last_line)
-			return P.l1d_lat;
-		int lvl = hier_access(&v->h, line);
-		v->last_line = line;
+		note_load(v, vi);
+		int lvl = hier_level(v, line);
 		struct dent *d = lvl >= LVL_LLC ? dir_get(line, false) : NULL;
 		if (!d)
-			return level_lat(v, lvl);
+			return hier_lat(v, lvl);
 		/* a fill into this CPU's L1d/L2 (an L2 hit was such a fill before) */
 		d->sharers |= sharer_bit(vi);
 		bool wake = v->waiting && d->writer != vi && d->seq > v->wait_seq;
 		if (wake)
 			wait_events_back(v);
-		u64 cost = level_lat(v, lvl);
+		u64 cost = hier_lat(v, lvl);
 		unsigned o = d->owner ? d->owner - 1u : vi;
 		bool c2c = o != vi && holds(o, line);
 		if (c2c)
 			cost = c2c_price(v, vi, o);
 		d->owner = 0;	/* shared now (the owner keeps its copy) */
-		if (causal && !wake && !v->waiting && c2c && d->wclock > eff_clock(vi)) {
-			/* QEMU ran the writer first, but its store comes later in modelled time: the
-			 * load returns no earlier than that store + the transfer (counted as a wait),
-			 * as on hardware, where the reader would have spun until then. causal=off
-			 * (the model before this rule) lets the read see the future: docs/COSTMODEL.md. */
-			u64 t = d->wclock + cost * 100;
-			v->ev[EV_WAIT]++;
-			v->ev[EV_WAIT_CYCLES] += (t - eff_clock(vi)) / 100;
-			clock_set(vi, t - v->ipi_shift, &v->part_wait);
-			return 0;
-		}
+		if (causal && !wake && !v->waiting && c2c && d->wclock > eff_clock(vi))
+			return causal_wait(v, vi, d, cost);
 		if (!wake)
 			return cost;
 		wake_to(vi, d->wclock, cost);
@@ -738,21 +754,7 @@ static u64 data_line_multi(struct vcpu *v, unsigned vi, u64 line, bool store)
 		wait_events_back(v);
 		wake_to(vi, 0, 0);
 	}
-	u64 cost;
-	if (line == v->last_line) {
-		cost = P.l1d_lat;
-	} else {
-		int lvl = hier_access(&v->h, line);
-		v->last_line = line;
-		cost = level_lat(v, lvl);
-	}
-	if (remote_m) {
-		cost = c2c_price(v, vi, o);
-	} else if (shared) {
-		v->ev[EV_RFO_INVAL]++;
-		if (cost < P.llc_lat)
-			cost = P.llc_lat;
-	}
+	u64 cost = ownership_cost(v, vi, o, remote_m, shared, hier_lat(v, hier_level(v, line)));
 	d->owner = (u16)(vi + 1);
 	d->writer = (u16)vi;
 	d->seq = ++store_seq;
@@ -768,11 +770,7 @@ static u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool cou
 		v->ev[EV_MEM_ACCESS]++;
 	if (multi)
 		return rmw && !store ? rmw_load_multi(v, vi, line) : data_line_multi(v, vi, line, store);
-	if (line == v->last_line)
-		return P.l1d_lat;
-	int lvl = hier_access(&v->h, line);
-	v->last_line = line;
-	return level_lat(v, lvl);
+	return hier_lat(v, hier_level(v, line));
 }
 
 /* A wait that ends with no load that explains it (a marker, a HLT): nothing of the spin is
