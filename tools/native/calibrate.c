@@ -23,6 +23,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -182,47 +184,25 @@ static double best_of(uint64_t (*fn)(uint64_t), uint64_t n, int samples, uint64_
 static uint64_t priv_line[16] __attribute__((aligned(128)));
 
 #define X8(s) s s s s s s s s
-static uint64_t lock_xadd_chain(uint64_t n)
-{
-	uint64_t v = 1, *m = &priv_line[0];
-	uint64_t t0 = native_tsc();
-	for (uint64_t i = 0; i < n; i += 8)
-		__asm__ __volatile__(X8("lock xaddq %0, (%1)\n\t") : "+r"(v) : "r"(m) : "memory");
-	return native_tsc() - t0;
-}
+/* A timed loop of @n copies of one instruction, eight per iteration; @outs and @ins are
+ * its asm operands (%0 = v, %1 = m, a private line). */
+#define TIMED_CHAIN(name, insn, outs, ins)                                                  \
+	static uint64_t name(uint64_t n)                                                    \
+	{                                                                                   \
+		uint64_t v = 1, *m = &priv_line[0];                                         \
+		(void)v;                                                                    \
+		(void)m;                                                                    \
+		uint64_t t0 = native_tsc();                                                 \
+		for (uint64_t i = 0; i < n; i += 8)                                         \
+			__asm__ __volatile__(X8(insn "\n\t") : outs : ins : "memory");        \
+		return native_tsc() - t0;                                                   \
+	}
 
-static uint64_t xchg_chain(uint64_t n)
-{
-	uint64_t v = 1, *m = &priv_line[0];
-	uint64_t t0 = native_tsc();
-	for (uint64_t i = 0; i < n; i += 8)
-		__asm__ __volatile__(X8("xchgq %0, (%1)\n\t") : "+r"(v) : "r"(m) : "memory");
-	return native_tsc() - t0;
-}
-
-static uint64_t mfence_chain(uint64_t n)
-{
-	uint64_t t0 = native_tsc();
-	for (uint64_t i = 0; i < n; i += 8)
-		__asm__ __volatile__(X8("mfence\n\t") ::: "memory");
-	return native_tsc() - t0;
-}
-
-static uint64_t lfence_chain(uint64_t n)
-{
-	uint64_t t0 = native_tsc();
-	for (uint64_t i = 0; i < n; i += 8)
-		__asm__ __volatile__(X8("lfence\n\t") ::: "memory");
-	return native_tsc() - t0;
-}
-
-static uint64_t pause_chain(uint64_t n)
-{
-	uint64_t t0 = native_tsc();
-	for (uint64_t i = 0; i < n; i += 8)
-		__asm__ __volatile__(X8("pause\n\t") ::: "memory");
-	return native_tsc() - t0;
-}
+TIMED_CHAIN(lock_xadd_chain, "lock xaddq %0, (%1)", "+r"(v), "r"(m))
+TIMED_CHAIN(xchg_chain, "xchgq %0, (%1)", "+r"(v), "r"(m))
+TIMED_CHAIN(mfence_chain, "mfence", , )
+TIMED_CHAIN(lfence_chain, "lfence", , )
+TIMED_CHAIN(pause_chain, "pause", , )
 
 static uint64_t cpuid_one(uint64_t n)
 {

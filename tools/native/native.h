@@ -17,8 +17,6 @@
 #endif
 #include <sched.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 /* rdtsc ordered against earlier loads and stores (lfence before and after). */
@@ -87,25 +85,6 @@ static inline double native_core_per_tsc(int rounds)
 			best = t;
 	}
 	return (double)(n * NATIVE_IMUL_LAT) / (double)best;
-}
-
-/* Sorting helpers for minimum / median / spread of per-round samples. */
-static inline int native_cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static inline double native_quantile(const double *v, int n, double q)
-{
-	double *s = malloc(sizeof(double) * (size_t)n);
-	memcpy(s, v, sizeof(double) * (size_t)n);
-	qsort(s, (size_t)n, sizeof(double), native_cmp_d);
-	double pos = q * (n - 1);
-	int i = (int)pos;
-	double r = i + 1 < n ? s[i] + (pos - i) * (s[i + 1] - s[i]) : s[i];
-	free(s);
-	return r;
 }
 
 #endif
