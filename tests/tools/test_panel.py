@@ -49,7 +49,7 @@ class ParseTest(unittest.TestCase):
 
     def test_join_pairs_summary(self):
         m = P.parse_model(MODEL)
-        rows = P.join(self.native, {}, m, "p")
+        rows = P.join(self.native, {}, m)
         by = {r["name"]: r for r in rows}
         self.assertAlmostEqual(by["alloc_cached"]["ratio"], 10.0)
         self.assertIsNone(by["noisy"]["ratio"])
@@ -67,7 +67,7 @@ class ParseTest(unittest.TestCase):
 
     def test_wrong_sign(self):
         m = P.parse_model(MODEL.replace("median=1313.00", "median=1200.00"))
-        rows = P.join(self.native, {}, m, "p")
+        rows = P.join(self.native, {}, m)
         e = P.pairs(self.native, rows)[0]
         self.assertFalse(e["sign_ok"])
 

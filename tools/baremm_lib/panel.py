@@ -26,9 +26,11 @@ ratios (--plot PNG, gnuplot). `--from JSON` re-prints a saved panel.
 """
 import argparse
 import glob
+import hashlib
 import json
 import math
 import os
+import random
 import re
 import shutil
 import statistics
@@ -88,18 +90,15 @@ class PanelError(Exception):
 
 # What a model figure of the panel depends on besides the compiled sources: the plugin.
 PLUGIN_GLOBS = ("model/*.c", "model/*.h")
-_COMMENT_RE = None
+# a C comment, or a string or character literal (kept: a comment marker inside it is text)
+_COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/|("(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\')', re.S)
 
 
 def _code_only(text, path):
     """Source text without comments and with whitespace collapsed: a comment or a blank
     line changes no instruction the model prices."""
-    import re
-    global _COMMENT_RE
     if path.endswith(".cfg"):
         return "\n".join(l.split("#", 1)[0].strip() for l in text.splitlines() if l.split("#", 1)[0].strip())
-    if _COMMENT_RE is None:
-        _COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/|("(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\')', re.S)
     text = _COMMENT_RE.sub(lambda m: m.group(1) or " ", text)
     return " ".join(text.split())
 
@@ -128,7 +127,6 @@ def inputs_sha(profile_text, kernel, model_args=""):
     the plugin (comments stripped), the profile's values, the guest's kernel image name,
     memory and command line, extra plugin arguments. A recorded panel is current while
     this digest is unchanged."""
-    import hashlib
     h = hashlib.sha256()
     for rel in compiled_files():
         with open(os.path.join(ROOT, rel), errors="replace") as f:
@@ -265,7 +263,6 @@ def pair_effect(a, b):
     estimator is the ratio of the rows' 10th percentiles (the fast mode), with a 95 %
     bootstrap interval over paired rounds (fixed generator seed: the same data give the
     same interval); the ratio of the minima beside it."""
-    import random
     n = min(len(a["values"]), len(b["values"]))
     va, vb = a["values"][:n], b["values"][:n]
     eff = quantile(vb, LOW_Q) / quantile(va, LOW_Q) - 1
@@ -366,7 +363,7 @@ def run_model(out, panel, vm, profile, rounds, only=None, timeout=3600):
 
 # ---- joining and printing ----
 
-def join(native, guest_rows, model, profile_name):
+def join(native, guest_rows, model):
     rows = []
     for name, n in native.items():
         m = model.get(name)
@@ -558,7 +555,7 @@ def main(a):
         missing = [n for n in native if n not in model]
         if missing:
             raise PanelError("the model printed no figure for %s (see %s)" % (", ".join(missing), out))
-    rows = join(native, guest_rows, model, pname)
+    rows = join(native, guest_rows, model)
     with open(profile) as f:
         ptext = f.read()
     cpt = max(c["core_per_tsc"] for c in clocks)
