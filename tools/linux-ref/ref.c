@@ -233,15 +233,21 @@ static uint64_t fork_exit_wait(void)
 	return tstop(t0);
 }
 
-static double bench_fork_empty(void)
+/* Warm-up and measured runs of fork_exit_wait, one fork each: @v gets the measured ones. */
+static void time_forks(double *v)
 {
-	double v[MAXRUNS];
 	for (int r = -g_warmup; r < g_runs; r++) {
 		uint64_t t = fork_exit_wait();
 		run_done(1, r < 0);
 		if (r >= 0)
 			v[r] = (double)t;
 	}
+}
+
+static double bench_fork_empty(void)
+{
+	double v[MAXRUNS];
+	time_forks(v);
 	report("fork_empty", "-", "per_fork", v, g_runs, 1, 1);
 	double s[MAXRUNS];
 	memcpy(s, v, sizeof(double) * g_runs);
@@ -339,12 +345,7 @@ static void bench_sparse_fork_reads(uint64_t gib, int mode)
 	snprintf(tag, sizeof(tag), "reads_only:%s", cas);
 	fork_table_info(tag);
 	double v[MAXRUNS];
-	for (int r = -g_warmup; r < g_runs; r++) {
-		uint64_t t = fork_exit_wait();
-		run_done(1, r < 0);
-		if (r >= 0)
-			v[r] = (double)t;
-	}
+	time_forks(v);
 	report("sparse_fork_reads", cas, "per_fork", v, g_runs, 1, 1);
 	a[slot_off(mode, 0)] = 1;	/* the one write of sparse_fork: now an anon_vma */
 	snprintf(tag, sizeof(tag), "one_write:%s", cas);
