@@ -318,8 +318,9 @@ def make_initrd(out, panel, vm):
 
 
 def reuse_model(d, profile):
-    """The guest side of an earlier panel run in directory @d: deterministic, so it
-    stands while its inputs are unchanged (the digest in its panel.json)."""
+    """The guest side of an earlier panel run in directory @d: it stands while its
+    inputs are unchanged (the digest in its panel.json), up to the guest's own randomness
+    (docs/COSTMODEL.md, "The native panel")."""
     old = load_json(os.path.join(d, "panel.json"))
     if old is None or old.get("boot") is None:
         raise PanelError("%s holds no panel.json with a guest boot" % d)

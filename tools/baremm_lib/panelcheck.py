@@ -1,8 +1,10 @@
 """`tools/baremm panel-check`: the short native panel of `make test` (docs/COSTMODEL.md,
 "The native panel in make test").
 
-The model side of the panel is deterministic: it depends only on its inputs (sources,
-profile, kernel; panel.inputs_sha). It is read from the recorded panel
+The model side of the panel depends on its inputs (sources, profile, kernel;
+panel.inputs_sha) and, slightly, on the guest's own randomness (two boots differed by at
+most 0.06 % on one-CPU rows and 2.1 % on zone_lock2: docs/COSTMODEL.md).
+It is read from the recorded panel
 docs/data/native-panel-<profile>.json, which must be current: a recorded panel whose
 inputs changed is a failure that names the command to refresh it. The native side is
 measured now, on the chosen rows, in about ten seconds. Per row:
