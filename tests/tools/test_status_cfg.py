@@ -118,7 +118,7 @@ class StatusSourcesTest(unittest.TestCase):
         more = {int(c[0]) for c in md_table(text, "More tool exit statuses:")}
         self.assertEqual(more, {status.EXIT_LOG_ERROR, status.EXIT_TOOL_ERROR,
                                 status.EXIT_USAGE, status.EXIT_INTERRUPTED,
-                                status.EXIT_NOT_CALIBRATED})
+                                status.EXIT_NOT_CALIBRATED, status.EXIT_UNKNOWN_CPU})
 
     def test_matrix(self):
         text = _read("tests/qemu/matrix.cfg")

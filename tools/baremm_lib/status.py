@@ -43,6 +43,9 @@ EXIT_LOG_ERROR = 18
 EXIT_TOOL_ERROR = 20
 # --model host, but `tools/baremm calibrate` has not written the host's profile yet.
 EXIT_NOT_CALIBRATED = 21
+# `tools/baremm calibrate`: a profile key must be looked up and the CPU is not in the
+# core table (tools/baremm_lib/calibrate.py, CORE_CPUS).
+EXIT_UNKNOWN_CPU = 22
 # argparse usage errors exit with 2 (Python's convention).
 EXIT_USAGE = 2
 # Interrupted (Ctrl-C), as a shell reports SIGINT: 128 + 2.
