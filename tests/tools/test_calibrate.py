@@ -31,6 +31,17 @@ def per_round(raw, key):
     return [t * c for t, c in zip(raw[key], raw["core_per_tsc"])]
 
 
+def per_round_core(raw, key):
+    return [t * c for t, c in zip(raw["core"]["lat"][key], raw["core_per_tsc"])]
+
+
+# The core keys every profile gains, as the shared contract lists them (not read from
+# calibrate.py, so that a key dropped or renamed there fails here).
+CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
+             "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
+             "prefetch_lines", "prefetch_streams")
+
+
 _BIN = []
 
 
@@ -49,14 +60,31 @@ class DeriveTest(unittest.TestCase):
         self.c = {k: com for k, _, com in self.entries}
 
     def test_every_key_of_the_parser_exactly_once(self):
-        # the key table of model/profile.c, read from the source, not from calibrate.py
+        # the key table of model/profile.c, read from the source, not from calibrate.py,
+        # plus the core keys (the parser gains them in a separate change)
         with open(os.path.join(ROOT, "model", "profile.c")) as f:
             src = f.read()
         import re
         table = src[src.index("static const struct pkey keys[]"):src.index("#define NKEYS")]
         keys = re.findall(r'\{ "(\w+)", offsetof', table) + re.findall(r"K\((\w+),", table)
-        self.assertEqual(sorted(keys), sorted(k for k, _, _ in self.entries))
+        self.assertEqual(sorted(set(keys) | set(CORE_KEYS)), sorted(k for k, _, _ in self.entries))
         self.assertEqual(len(self.entries), len(set(k for k, _, _ in self.entries)))
+
+    def test_core_keys_say_how_they_were_obtained(self):
+        for k in CORE_KEYS:
+            self.assertRegex(self.c[k], r"^(MEASURED: |LOOKED UP \()", k)
+            self.assertGreater(int(self.v[k]), 0, k)
+        # the recorded host: the latencies are clean dependent chains, measured
+        for k in ("core_width", "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp",
+                  "lat_fpdiv"):
+            self.assertTrue(self.c[k].startswith("MEASURED: "), k)
+        for k in ("prefetch_lines", "prefetch_streams"):
+            self.assertTrue(self.c[k].startswith("LOOKED UP (Emerald Rapids"), k)
+        lat = self.raw["core"]["lat"]
+        self.assertEqual(self.v["lat_imul"], str(round(min(lat["imul"]) / min(lat["add"]))))
+        self.assertEqual(self.v["lat_fp"], str(round(min(per_round_core(self.raw, "addsd")))))
+        self.assertEqual(self.v["lat_div"],
+                         str(round(min(per_round_core(self.raw, "div_small")) - 1)))
 
     def test_every_value_has_a_comment(self):
         for k, val, com in self.entries:
@@ -137,18 +165,37 @@ class DeriveTest(unittest.TestCase):
             self.assertEqual(self.v[k], sky[k][0], k)
             self.assertIn("skylake-sp profile", self.c[k], k)
 
-    def test_unknown_cpu_falls_back_and_says_so(self):
+    def test_unknown_cpu_published_keys_fall_back_and_say_so(self):
+        cpuid = dict(self.raw["cpuid"], model=0x01)
+        vals, statement = calibrate.published(cpuid)
+        self.assertIn("NOT in the table", statement)
+        sky = calibrate.read_profile(os.path.join(ROOT, "model", "profiles", "skylake-sp.cfg"))
+        self.assertEqual(vals["dtlb4k_entries"][0], sky["dtlb4k_entries"][0])
+        _, statement = calibrate.published(dict(cpuid, vendor="AuthenticAMD"))
+        self.assertIn("zen3", statement)
+
+    def test_unknown_cpu_is_an_error_for_the_core_keys(self):
         raw = copy.deepcopy(self.raw)
         raw["cpuid"]["model"] = 0x01
-        entries, header, d = calibrate.derive(raw, raw["_topology"])
-        v = {k: val for k, val, _ in entries}
-        self.assertIn("NOT in the table", d["published"])
-        self.assertTrue(any("NOT in the table" in h for h in header))
-        sky = calibrate.read_profile(os.path.join(ROOT, "model", "profiles", "skylake-sp.cfg"))
-        self.assertEqual(v["dtlb4k_entries"], sky["dtlb4k_entries"][0])
-        raw["cpuid"]["vendor"] = "AuthenticAMD"
-        _, _, d = calibrate.derive(raw, raw["_topology"])
-        self.assertIn("zen3", d["published"])
+        with self.assertRaises(calibrate.UnknownCpu) as e:
+            calibrate.derive(raw, raw["_topology"])
+        msg = str(e.exception)
+        self.assertIn("model 0x1", msg)
+        self.assertIn("prefetch_lines (not measurable from user space)", msg)
+        self.assertIn("CORE_CPUS", msg)
+        # an unclean window measurement is named too
+        raw["core"]["wong"]["rob_size"]["ticks"] = [
+            [700.0] * len(raw["core"]["wong"]["rob_size"]["fillers"])] * raw["rounds"]
+        with self.assertRaises(calibrate.UnknownCpu) as e:
+            calibrate.derive(raw, raw["_topology"])
+        self.assertIn("rob_size (measurement not clean", str(e.exception))
+        # the same raw figures on a CPU of the table derive
+        raw["cpuid"]["model"] = 0x8F
+        entries, _, _ = calibrate.derive(raw, raw["_topology"])
+        v = {k: (val, com) for k, val, com in entries}
+        self.assertEqual(v["rob_size"][0], "512")
+        self.assertIn("LOOKED UP (Sapphire Rapids", v["rob_size"][1])
+        self.assertIn("measurement is not clean", v["rob_size"][1])
 
     def test_page_probe_is_reported(self):
         self.assertTrue(any(h.startswith("Page-size probe:") for h in self.header))
@@ -163,6 +210,201 @@ class DeriveTest(unittest.TestCase):
         raw["lock_xadd"] = raw["lock_xadd"][:-1]
         with self.assertRaises(calibrate.CalibrateError):
             calibrate.derive(raw)
+
+
+class CoreTableTest(unittest.TestCase):
+    def test_every_entry_has_every_key_and_a_source(self):
+        self.assertEqual(set(calibrate.CORE_KEYS), set(CORE_KEYS))
+        self.assertEqual(len(calibrate.CORE_KEYS), len(CORE_KEYS))
+        for vendor, fam, lo, hi, name, values in calibrate.CORE_CPUS:
+            self.assertEqual(set(values), set(CORE_KEYS), name)
+            self.assertLessEqual(lo, hi, name)
+            for k, (val, source) in values.items():
+                self.assertIsInstance(val, int, (name, k))
+                self.assertGreaterEqual(val, 0 if k.startswith("prefetch") else 1, (name, k))
+                self.assertRegex(source, r"\[(checked|not re-checked)\]$", (name, k))
+                self.assertRegex(source, r"Intel|Agner|WikiChip|Chips and Cheese|AMD|AnandTech|"
+                                 r"cpunews", (name, k))
+
+    def test_ranges_do_not_overlap(self):
+        rows = calibrate.CORE_CPUS
+        for i, a in enumerate(rows):
+            for b in rows[i + 1:]:
+                if a[:2] == b[:2]:
+                    self.assertTrue(a[3] < b[2] or b[3] < a[2], (a[4], b[4]))
+
+    def test_the_cpus_of_the_brief(self):
+        def name(vendor, fam, model):
+            e = calibrate.core_cpu({"vendor": vendor, "family": fam, "model": model})
+            return e and e[0]
+        self.assertIn("Skylake", name("GenuineIntel", 6, 0x55))
+        self.assertIn("Ice Lake", name("GenuineIntel", 6, 0x6A))
+        self.assertIn("Sapphire", name("GenuineIntel", 6, 0x8F))
+        self.assertIn("Emerald", name("GenuineIntel", 6, 0xCF))
+        self.assertIn("Zen 2", name("AuthenticAMD", 0x17, 0x31))
+        self.assertIn("Zen 2", name("AuthenticAMD", 0x17, 0x71))
+        self.assertIn("Zen 3", name("AuthenticAMD", 0x19, 0x01))
+        self.assertIn("Zen 3", name("AuthenticAMD", 0x19, 0x21))
+        self.assertIn("Zen 4", name("AuthenticAMD", 0x19, 0x11))
+        self.assertIn("Zen 4", name("AuthenticAMD", 0x19, 0x61))
+        self.assertIsNone(name("GenuineIntel", 6, 0x01))
+        self.assertIsNone(name("AuthenticAMD", 0x17, 0x01))      # Zen 1: not in the table
+        self.assertIsNone(name("AuthenticAMD", 6, 0xCF))         # vendor is part of the key
+        # the published figures the brief names
+        gc = calibrate.core_cpu({"vendor": "GenuineIntel", "family": 6, "model": 0xCF})[1]
+        self.assertEqual((gc["core_width"][0], gc["rob_size"][0], gc["store_buffer"][0]),
+                         (6, 512, 114))
+        sk = calibrate.core_cpu({"vendor": "GenuineIntel", "family": 6, "model": 0x55})[1]
+        self.assertEqual((sk["core_width"][0], sk["rob_size"][0], sk["store_buffer"][0]),
+                         (4, 224, 56))
+
+
+def step_curve(fillers, at, lo=700.0, hi=1400.0, wrong=()):
+    """Cycles per iteration: lo up to filler count `at`, hi after; `wrong` indices swapped."""
+    t = [lo if n <= at else hi for n in fillers]
+    for i in wrong:
+        t[i] = hi + lo - t[i]
+    return t
+
+
+class CoreDerivationTest(unittest.TestCase):
+    FILLERS = list(range(0, 481, 32)) + list(range(482, 512, 2)) + list(range(512, 1025, 32))
+
+    def test_width_rounds_the_best_ipc(self):
+        self.assertEqual(calibrate.width_from_ipc({"nop4": [3.1, 5.6], "add_imm": [4.9]}),
+                         (6, "nop4", 5.6))
+        self.assertEqual(calibrate.width_from_ipc({"nop4": [3.9], "xor_zero": [4.4]})[0], 4)
+        with self.assertRaises(calibrate.CalibrateError):
+            calibrate.width_from_ipc({"nop4": []})
+
+    def test_step_is_found(self):
+        s = calibrate.wong_step(self.FILLERS, step_curve(self.FILLERS, 508))
+        self.assertEqual((s["n_lo"], s["n_hi"], s["bad"]), (508, 510, 0))
+        self.assertAlmostEqual(s["ratio"], 2.0)
+        # one stray point on the wrong side moves nothing
+        s = calibrate.wong_step(self.FILLERS, step_curve(self.FILLERS, 508, wrong=(3,)))
+        self.assertEqual((s["n_lo"], s["bad"]), (508, 1))
+        # no step: a flat curve, or one rising by less than 1.5x
+        self.assertIsNone(calibrate.wong_step(self.FILLERS, [700.0] * len(self.FILLERS)))
+        self.assertIsNone(calibrate.wong_step(self.FILLERS,
+                                              step_curve(self.FILLERS, 508, hi=1000.0)))
+
+    def test_size_from_agreeing_rounds(self):
+        st = lambda n: {"n_lo": n, "n_hi": n + 2, "bad": 0, "ratio": 2.0}
+        self.assertEqual(calibrate.wong_size([st(508), st(510), st(508), None, st(256)], 2)[0],
+                         510)
+        self.assertEqual(calibrate.wong_size([st(56)] * 5, 0)[0], 56)
+        size, why = calibrate.wong_size([st(256), st(960), st(640), None, st(500)], 2)
+        self.assertIsNone(size)
+        self.assertIn("disagree", why)
+        self.assertIsNone(calibrate.wong_size([None] * 5, 2)[0])
+        # a round with many points on the wrong side is not clean
+        bad = dict(st(508), bad=10)
+        self.assertIsNone(calibrate.wong_size([bad] * 5, 2, npoints=40)[0])
+
+    def test_mlp_plateau(self):
+        ks = [1, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32]
+        t = [max(640.0 / k, 40.0) for k in ks]
+        m = calibrate.mlp_plateau(ks, t)
+        self.assertTrue(m["clean"])
+        self.assertAlmostEqual(m["mlp"], 16.0)
+        self.assertEqual(m["knee"], 16)
+        # still falling at the largest k: the plateau was not reached
+        m = calibrate.mlp_plateau(ks, [640.0 / k for k in ks])
+        self.assertFalse(m["clean"])
+        # no overlap at all (t(1) = t(2)): not a parallelism measurement
+        self.assertFalse(calibrate.mlp_plateau(ks, [600.0] * len(ks))["clean"])
+
+    def synthetic(self, rob_at=510, sb_at=112, lb_at=190, fb=16):
+        """The recorded raw figures with synthetic window and parallelism curves (cycles
+        converted back to ticks with each round's clock)."""
+        raw = recorded()
+        cpt = raw["core_per_tsc"]
+        w = raw["core"]["wong"]
+        for key, at in (("rob_size", rob_at), ("store_buffer", sb_at), ("load_buffer", lb_at)):
+            fillers = sorted(set(range(0, 4 * at, max(2, at // 16))) | {at, at + 2})
+            w[key]["fillers"] = fillers
+            w[key]["ticks"] = [[x / c for x in step_curve(fillers, at)] for c in cpt]
+        m = raw["core"]["mlp"]
+        m["ticks"] = [[max(640.0 / k, 640.0 / fb) / c for k in m["k"]] for c in cpt]
+        return raw
+
+    def test_derived_from_synthetic_curves(self):
+        raw = self.synthetic()
+        v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual(v["rob_size"], str(510 + 2))
+        self.assertEqual(v["store_buffer"], "112")
+        self.assertEqual(v["load_buffer"], str(190 + 2))
+        self.assertEqual(v["fill_buffers"], "16")
+        for k in ("rob_size", "store_buffer", "load_buffer", "fill_buffers"):
+            self.assertTrue(c[k].startswith("MEASURED: "), k)
+        self.assertIn("5 of 5 rounds agree", c["rob_size"])
+        self.assertEqual(d["looked_up"], ["prefetch_lines", "prefetch_streams"])
+        # a different step gives a different value (the derivation reads the curve)
+        raw = self.synthetic(rob_at=300, fb=10)
+        v, _, _ = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual((v["rob_size"], v["fill_buffers"]), ("302", "10"))
+
+    def test_unclean_falls_back_to_the_table(self):
+        raw = self.synthetic()
+        w = raw["core"]["wong"]["store_buffer"]
+        w["ticks"] = [[700.0] * len(w["fillers"]) for _ in w["ticks"]]
+        m = raw["core"]["mlp"]
+        m["ticks"] = [[600.0 / k for k in m["k"]] for _ in m["ticks"]]
+        v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual(v["store_buffer"], "114")
+        self.assertTrue(c["store_buffer"].startswith("LOOKED UP (Emerald Rapids"))
+        self.assertIn("not clean", c["store_buffer"])
+        self.assertEqual(v["fill_buffers"], "16")
+        self.assertIn("not clean", c["fill_buffers"])
+        self.assertIn("store_buffer", d["looked_up"])
+        # an error from the measurer (generated code refused) is a lookup too
+        raw["core"]["wong"]["rob_size"] = {"filler": "nop", "error": "refused", "fillers": [],
+                                           "ticks": [[] for _ in raw["core_per_tsc"]]}
+        v, c, _ = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual(v["rob_size"], "512")
+        self.assertIn("refused", c["rob_size"])
+
+    def test_host_cfg_from_a_synthetic_run_parses(self):
+        tmp = tempfile.mkdtemp(prefix="calib-syn-")
+        try:
+            raw = self.synthetic()
+            cfg, _, entries, _ = calibrate.write(raw, tmp, raw["_topology"])
+            back = calibrate.read_profile(cfg)
+            self.assertEqual(set(back), set(calibrate.KEYS))
+            self.assertEqual(back["rob_size"][0], "512")
+            self.assertTrue(back["rob_size"][1].startswith("MEASURED: "))
+            for k in CORE_KEYS:
+                int(back[k][0])
+            ok, msg = calibrate.check_profile(native(), cfg)
+            self.assertTrue(ok, msg)
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_unknown_cpu_exit_status(self):
+        tmp = tempfile.mkdtemp(prefix="calib-unk-")
+        try:
+            raw = recorded()
+            raw["cpuid"]["model"] = 0x01
+            path = os.path.join(tmp, "raw.json")
+            with open(path, "w") as f:
+                json.dump(raw, f)
+
+            class A:
+                pass
+            a = A()
+            a.out, a.raw, a.rounds, a.quick = os.path.join(tmp, "out"), path, 1, False
+            import io
+            import contextlib
+            with contextlib.redirect_stderr(io.StringIO()) as e:
+                self.assertEqual(calibrate.main(a), status.EXIT_UNKNOWN_CPU)
+            self.assertIn("not in the core table", e.getvalue())
+            self.assertFalse(os.path.exists(os.path.join(tmp, "out", "host.cfg")))
+            self.assertNotIn(status.EXIT_UNKNOWN_CPU, (status.EXIT_TOOL_ERROR,
+                                                       status.EXIT_NOT_CALIBRATED,
+                                                       status.EXIT_LOG_ERROR, status.EXIT_USAGE))
+        finally:
+            shutil.rmtree(tmp)
 
 
 class WriteTest(unittest.TestCase):
@@ -201,6 +443,12 @@ class WriteTest(unittest.TestCase):
         ok, msg = calibrate.check_profile(native(), bad)
         self.assertFalse(ok)
         self.assertIn("missing key 'stlb_lat'", msg)
+        # an unknown key that is not a core key stays an error
+        with open(bad, "w") as f:
+            f.write(text + "no_such_key = 1\n")
+        ok, msg = calibrate.check_profile(native(), bad)
+        self.assertFalse(ok)
+        self.assertIn("no_such_key", msg)
 
     def test_raw_from_a_written_json(self):
         raw = recorded()

@@ -14,9 +14,11 @@ function of the raw figures (derive()), written down before any comparison.
 """
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from . import runner, status as st
 
@@ -24,16 +26,24 @@ NATIVE_SRC = "tools/native/calibrate.c"
 NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h")
 NATIVE_BIN = "build/tools/calibrate"
 HOST_NAME = runner.HOST_PROFILE
-RAW_SCHEMA = "baremm-calibrate-raw/1"
+RAW_SCHEMA = "baremm-calibrate-raw/2"
 OUT_SCHEMA = "baremm-calibrate/1"
 
 # Every key of model/profile.c's table, in its order (the parser rejects a missing one).
-KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_kib", "l2_ways",
+PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_kib", "l2_ways",
         "l2_lat", "llc_kib", "llc_ways", "llc_lat", "mem_lat", "dtlb4k_entries",
         "dtlb4k_ways", "dtlb2m_entries", "dtlb2m_ways", "stlb_entries", "stlb_ways",
         "stlb_lat", "walk_overhead", "atomic", "serialise", "cpuid", "wrmsr", "mov_cr",
         "invlpg", "fence", "irq_roundtrip", "ipi_latency", "pause", "hlt", "rep_line",
         "rep_mem_line", "c2c_lat", "c2c_remote_lat", "sockets", "cores_per_socket")
+
+# The out-of-order core's parameters, which every profile carries after the keys above
+# (the key contract shared with the core model; docs/COSTMODEL.md, "Calibration").
+CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
+             "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
+             "prefetch_lines", "prefetch_streams")
+
+KEYS = PARSER_KEYS + CORE_KEYS
 
 # Keys user space cannot measure here: taken from the published table or a fallback
 # profile. (TLB geometry is measurable only as a cross-check: its reach, not its ways.)
@@ -84,6 +94,380 @@ class CalibrateError(Exception):
     """The measurement could not be made or turned into a profile."""
 
 
+# ---------------------------------------------------------------- the core table
+
+def _src(text, checked=False):
+    return text + (" [checked]" if checked else " [not re-checked]")
+
+
+_AGNER_IT = "Agner Fog, instruction_tables.pdf"
+_AGNER_MA = "Agner Fog, microarchitecture.pdf"
+_INTEL_OPT = "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966)"
+_INTEL_PF = _src(_INTEL_OPT + ", data prefetching (L2 streamer): runs up to 20 lines ahead of "
+                 "the load, 32 streams (one forward and one backward per 4 KiB page)")
+_INTEL_PF_N = _src(_INTEL_OPT + ", L2 streamer: detects and maintains up to 32 streams")
+_AMD_PF = _src("AMD's Software Optimization Guides (Zen 2/3/4) describe an L2 stream prefetcher "
+               "but publish no distance: Intel's streamer figure (%s), as the nearest published "
+               "description" % _INTEL_OPT)
+_AMD_PF_N = _src("no AMD figure published: Intel's streamer figure (%s), as the nearest "
+                 "published description" % _INTEL_OPT)
+
+_SKYLAKE_CORE = {
+    "core_width": (4, _src(_INTEL_OPT + ", Skylake: allocation/rename of 4 fused uops per cycle")),
+    "rob_size": (224, _src(_INTEL_OPT + ", Skylake buffer sizes: ROB 224")),
+    "load_buffer": (72, _src(_INTEL_OPT + ", Skylake buffer sizes: 72 load buffers")),
+    "store_buffer": (56, _src(_INTEL_OPT + ", Skylake buffer sizes: 56 store buffers")),
+    "fill_buffers": (12, _src(_INTEL_OPT + ", Skylake: 12 L1D fill buffers (10 on Haswell); "
+                              "cpunews.net Alder Lake analysis p.5 gives 12 for the core "
+                              "before Golden Cove")),
+    "mispredict": (17, _src(_AGNER_MA + ", Skylake: misprediction penalty 15-20 cycles, "
+                            "middle value")),
+    "lat_imul": (3, _src(_AGNER_IT + ", Skylake: IMUL r64,r64 latency 3")),
+    "lat_div": (35, _src(_AGNER_IT + ", Skylake: DIV r64 latency 35-88, lower value (small "
+                         "quotients, the kernel's common case)")),
+    "lat_vec": (1, _src(_AGNER_IT + ", Skylake: PADDQ latency 1")),
+    "lat_fp": (4, _src(_AGNER_IT + ", Skylake: ADDSD/MULSD latency 4")),
+    "lat_fpdiv": (13, _src(_AGNER_IT + ", Skylake: DIVSD latency 13-14, lower value")),
+    "prefetch_lines": (20, _INTEL_PF),
+    "prefetch_streams": (32, _INTEL_PF_N),
+}
+
+_SUNNY_COVE_CORE = dict(_SKYLAKE_CORE, **{
+    "core_width": (5, _src("WikiChip, Sunny Cove: wider allocation (5-way, up from 4-way)",
+                           True)),
+    "rob_size": (352, _src("WikiChip, Sunny Cove: 1.6x larger ROB (352, up from 224 entries)",
+                           True)),
+    "load_buffer": (128, _src("WikiChip, Sunny Cove buffers: load buffer 128 (up from 72)")),
+    "store_buffer": (72, _src("WikiChip, Sunny Cove buffers: store buffer 72 (up from 56)")),
+    "fill_buffers": (12, _src("cpunews.net, Alder Lake architecture analysis p.5: Golden Cove "
+                              "raises the L1D fill buffers from 12 to 16 (12 on the cores "
+                              "before it)", True)),
+    "mispredict": (17, _src(_AGNER_MA + ", Ice Lake/Tiger Lake: misprediction penalty as on "
+                            "Skylake, 15-20 cycles, middle value")),
+    "lat_div": (15, _src(_AGNER_IT + ", Ice Lake: DIV r64 latency 15 (new integer divider)")),
+    "lat_fpdiv": (13, _src(_AGNER_IT + ", Ice Lake: DIVSD latency 13-15, lower value")),
+})
+
+_GOLDEN_COVE_CORE = dict(_SUNNY_COVE_CORE, **{
+    "core_width": (6, _src("Chips and Cheese, \"Popping the Hood on Golden Cove\": 6-wide "
+                           "rename/allocate; the micro-op cache delivers 8 per cycle "
+                           "(Golden Cove overview notes)")),
+    "rob_size": (512, _src("Chips and Cheese, \"Popping the Hood on Golden Cove\": 512-entry "
+                           "ROB; Intel Architecture Day 2021")),
+    "load_buffer": (192, _src("Intel Architecture Day 2021, Golden Cove: 192 load buffer "
+                              "entries")),
+    "store_buffer": (114, _src("Intel Architecture Day 2021, Golden Cove: 114 store buffer "
+                               "entries")),
+    "fill_buffers": (16, _src("cpunews.net, Alder Lake architecture analysis p.5: L1D fill "
+                              "buffers raised from 12 to 16 on Golden Cove", True)),
+    "mispredict": (17, _src(_AGNER_MA + ", Alder Lake P-core (Golden Cove): misprediction "
+                            "penalty about 17 cycles")),
+    "lat_fp": (2, _src("cpunews.net, Alder Lake analysis p.5: Golden Cove adds dedicated FADD "
+                       "units on ports 1 and 5 with lower latency than the FMA units [checked]; "
+                       + _AGNER_IT + ", Alder Lake P: ADDSD latency 2 (MULSD 4)")),
+})
+
+_ZEN2_CORE = {
+    "core_width": (6, _src("AMD Software Optimization Guide for family 17h models 30h+ (Zen 2): "
+                           "dispatch of up to 6 macro-ops per cycle")),
+    "rob_size": (224, _src("WikiChip, Zen 2: 224-entry retire queue shared with the FP unit "
+                           "(up from 192)", True)),
+    "load_buffer": (72, _src("WikiChip, Zen: a 44-entry load queue, up to 72 out-of-order "
+                             "loads counting the AGU scheduler queues (Zen 2 keeps the 44-entry "
+                             "load queue)", True)),
+    "store_buffer": (48, _src("AnandTech 16214 p.4 (Zen 3 deep dive): the store queue grows "
+                              "from 48 entries (Zen 2) to 64", True)),
+    "fill_buffers": (22, _src("AMD Software Optimization Guide (Zen 2): 22 outstanding L1D "
+                              "misses (miss address buffers)")),
+    "mispredict": (16, _src(_AGNER_MA + ", Zen 2: misprediction penalty about 16 cycles "
+                            "(AMD: 12-18)")),
+    "lat_imul": (3, _src(_AGNER_IT + ", Zen 2: IMUL r64,r64 latency 3")),
+    "lat_div": (13, _src(_AGNER_IT + ", Zen 2: DIV r64 latency 13-44, lower value")),
+    "lat_vec": (1, _src(_AGNER_IT + ", Zen 2: PADDQ latency 1")),
+    "lat_fp": (3, _src(_AGNER_IT + ", Zen 2: ADDSD/MULSD latency 3")),
+    "lat_fpdiv": (13, _src(_AGNER_IT + ", Zen 2: DIVSD latency 13-15, lower value")),
+    "prefetch_lines": (20, _AMD_PF),
+    "prefetch_streams": (32, _AMD_PF_N),
+}
+
+_ZEN3_CORE = dict(_ZEN2_CORE, **{
+    "core_width": (6, _src("AMD Software Optimization Guide for family 19h (Zen 3): 6 "
+                           "macro-ops dispatched per cycle")),
+    "rob_size": (256, _src("AMD Zen 3 (Hot Chips 33 / launch material): 256-entry retire "
+                           "queue")),
+    "load_buffer": (72, _src("AnandTech 16214 p.4: load queue 44 entries, AMD counts 72 with "
+                             "the 28-entry address generation queue", True)),
+    "store_buffer": (64, _src("AnandTech 16214 p.4: store queue 64 entries, up from 48", True)),
+    "fill_buffers": (24, _src("AMD Software Optimization Guide for family 19h: 24 outstanding "
+                              "L1D misses (miss address buffers)")),
+    "mispredict": (13, _src("AMD Software Optimization Guide for family 19h: misprediction "
+                            "penalty 11-18 cycles, 13 typical; " + _AGNER_MA + ", Zen 3")),
+    "lat_div": (9, _src(_AGNER_IT + ", Zen 3: DIV r64 latency 9-17, lower value")),
+    "lat_fpdiv": (13, _src(_AGNER_IT + ", Zen 3: DIVSD latency 13.5")),
+})
+
+_ZEN4_CORE = dict(_ZEN3_CORE, **{
+    "core_width": (6, _src("AnandTech 17585 p.8 (Zen 4): the micro-op queue still delivers 6 "
+                           "per clock to dispatch", True)),
+    "rob_size": (320, _src("AMD Zen 4 launch material / Chips and Cheese \"AMD's Zen 4, Part 1\": "
+                           "320-entry retire queue")),
+    "load_buffer": (136, _src("Chips and Cheese, \"AMD's Zen 4, Part 2: Memory Subsystem\": 136 "
+                              "load operations in flight (load validation queue)", True)),
+    "store_buffer": (64, _src("Chips and Cheese, \"AMD's Zen 4, Part 2\": 64-entry store queue "
+                              "as on Zen 3")),
+    "lat_div": (10, _src(_AGNER_IT + ", Zen 4: DIV r64 latency 10-18, lower value")),
+})
+
+# The core table: (vendor, family, first model, last model) -> the CPU and, per key of
+# CORE_KEYS, (value, public source). The one place these figures live; a key that cannot be
+# measured (or whose measurement is not clean) is taken from here, and a CPU not in this
+# table then stops the calibration (UnknownCpu) instead of borrowing another CPU's figures.
+CORE_CPUS = (
+    ("GenuineIntel", 6, 0x55, 0x55, "Skylake-SP / Cascade Lake (Skylake cores)", _SKYLAKE_CORE),
+    ("GenuineIntel", 6, 0x6A, 0x6A, "Ice Lake-SP (Sunny Cove cores)", _SUNNY_COVE_CORE),
+    ("GenuineIntel", 6, 0x8F, 0x8F, "Sapphire Rapids (Golden Cove cores)", _GOLDEN_COVE_CORE),
+    # Raptor Cove is Golden Cove's core with a larger L2: no separate core figures published
+    ("GenuineIntel", 6, 0xCF, 0xCF, "Emerald Rapids (Raptor Cove = Golden Cove core)",
+     _GOLDEN_COVE_CORE),
+    ("AuthenticAMD", 0x17, 0x30, 0x7F, "Zen 2 (Rome, Matisse, Renoir...)", _ZEN2_CORE),
+    ("AuthenticAMD", 0x19, 0x00, 0x0F, "Zen 3 (Milan)", _ZEN3_CORE),
+    ("AuthenticAMD", 0x19, 0x20, 0x2F, "Zen 3 (Vermeer)", _ZEN3_CORE),
+    ("AuthenticAMD", 0x19, 0x40, 0x5F, "Zen 3 (Rembrandt, Cezanne)", _ZEN3_CORE),
+    ("AuthenticAMD", 0x19, 0x10, 0x1F, "Zen 4 (Genoa)", _ZEN4_CORE),
+    ("AuthenticAMD", 0x19, 0x60, 0x7F, "Zen 4 (Raphael, Phoenix)", _ZEN4_CORE),
+    ("AuthenticAMD", 0x19, 0xA0, 0xAF, "Zen 4c (Bergamo)", _ZEN4_CORE),
+)
+
+
+class UnknownCpu(CalibrateError):
+    """A key must be looked up and CORE_CPUS has no entry for this CPU."""
+
+
+def core_cpu(cpuid):
+    """(name, {key: (value, source)}) of the CORE_CPUS entry for this CPUID, else None."""
+    for vendor, fam, lo, hi, name, values in CORE_CPUS:
+        if (cpuid.get("vendor") == vendor and cpuid.get("family") == fam
+                and lo <= cpuid.get("model", -1) <= hi):
+            return name, values
+    return None
+
+
+# ---------------------------------------------------------------- core derivations
+
+def width_from_ipc(ipc):
+    """core_width from {kind: [IPC per round]}: each kind is bounded by the allocation
+    width (nops and zero idioms by it alone), a neighbour only lowers a round, so the
+    largest IPC seen, rounded. Returns (width, kind, that IPC)."""
+    best = max(((max(v), k) for k, v in ipc.items() if v), default=None)
+    if best is None or best[0] <= 0:
+        raise CalibrateError("no width measurement")
+    return int(round(best[0])), best[1], best[0]
+
+
+def wong_step(fillers, t, min_ratio=1.5):
+    """The step of one window-size curve (cycles per iteration at each filler count):
+    lo/hi = medians of the first and last three points, the split with the fewest points
+    on the wrong side of their midpoint. Returns {"n_lo", "n_hi", "bad", "ratio"} (n_lo
+    the largest filler count before the split), or None when hi < min_ratio x lo."""
+    if len(t) < 6 or len(t) != len(fillers):
+        return None
+    lo, hi = statistics.median(t[:3]), statistics.median(t[-3:])
+    if hi < min_ratio * lo:
+        return None
+    mid = (lo + hi) / 2
+    best = None
+    for i in range(1, len(t)):
+        bad = sum(1 for j, x in enumerate(t) if (x > mid if j < i else x < mid))
+        if best is None or bad < best[1]:
+            best = (i, bad)
+    return {"n_lo": fillers[best[0] - 1], "n_hi": fillers[best[0]], "bad": best[1],
+            "ratio": hi / lo}
+
+
+def wong_size(steps, offset, agree=0.1, quorum=0.6, max_bad=0.1, npoints=None):
+    """The structure size from the per-round steps (None where a round had no step): a
+    round is clean when at most max_bad of its points sit on the wrong side; the size is
+    the median n_lo of the clean rounds within `agree` of their median, plus `offset`
+    (the chase loads when they use the structure too), if those are at least `quorum` of
+    all rounds. Returns (size or None, reason)."""
+    n = len(steps)
+    clean = [s for s in steps if s and (npoints is None or s["bad"] <= max_bad * npoints)]
+    if not clean:
+        return None, "no round shows a clean step"
+    med = statistics.median(s["n_lo"] for s in clean)
+    near = [s["n_lo"] for s in clean if abs(s["n_lo"] - med) <= agree * max(med, 1)]
+    if len(near) < quorum * n:
+        return None, ("the rounds disagree: %d of %d rounds within %d%% of the median step"
+                      % (len(near), n, round(100 * agree)))
+    return int(round(statistics.median(near))) + offset, "%d of %d rounds agree" % (len(near), n)
+
+
+def mlp_plateau(ks, t):
+    """Memory-level parallelism from cycles per load at k chains: the plateau is the median
+    of the last three points, MLP = t(1) / plateau; the knee is the first k within 10% of
+    the plateau. Clean when t(1)/t(2) >= 1.5 (the misses do overlap) and the knee lies
+    before the last three points (the plateau was reached). Returns a dict."""
+    if len(ks) < 6 or ks[0] != 1:
+        return {"clean": False, "why": "no k = 1 point or too few points"}
+    plateau = statistics.median(t[-3:])
+    mlp = t[0] / plateau
+    knee = next((k for k, x in zip(ks, t) if x <= 1.1 * plateau), None)
+    clean = t[0] / t[1] >= 1.5 and knee is not None and knee < ks[-3]
+    return {"clean": clean, "mlp": mlp, "plateau": plateau, "knee": knee,
+            "why": "" if clean else "the curve does not flatten before the largest k"}
+
+
+def _fmt_curve(xs, ys, prec=0):
+    return " ".join("%s:%.*f" % (x, prec, y) for x, y in zip(xs, ys))
+
+
+def derive_core(raw, cpuid):
+    """(values, comments, derivation) of CORE_KEYS. Each key is MEASURED where the native
+    measurement is clean, else LOOKED UP in CORE_CPUS; UnknownCpu when a key must be
+    looked up and the CPU is not in the table."""
+    core = raw["core"]
+    entry = core_cpu(cpuid)
+    v, c, d, need, short = {}, {}, {}, [], {}
+    tab = (lambda k: " (table, %s: %s)" % (entry[0], entry[1][k][0])) if entry else (lambda k: "")
+
+    def measured(key, value, text):
+        v[key] = str(value)
+        c[key] = "MEASURED: " + text + tab(key)
+
+    def lookup(key, why, reason):
+        need.append(key)
+        c[key] = why
+        short[key] = reason
+
+    # width
+    w = core["width"]
+    ipc = {k: [1.0 / (x * cpt) for x, cpt in zip(w[k], raw["core_per_tsc"]) if x > 0]
+           for k in ("nop4", "add_imm", "xor_zero")}
+    width, kind, best = width_from_ipc(ipc)
+    d["width_ipc"] = ipc
+    measured("core_width", width, (
+        "IPC of a loop of %d independent single-uop instructions (+ the fused loop branch), "
+        "best round: 4-byte nops %s, adds to 12 registers %s, xor zero idioms %s (IPC per "
+        "round); the largest, %.2f (%s), rounded. Rounds below it share the core with the "
+        "SMT sibling (another tenant's vCPU: this VM sees 1 thread per core)" % (
+            w["ops_per_iter"], "/".join("%.2f" % x for x in ipc["nop4"]),
+            "/".join("%.2f" % x for x in ipc["add_imm"]),
+            "/".join("%.2f" % x for x in ipc["xor_zero"]), best, kind)))
+
+    # dependent chains
+    lat = {k: cycles(raw, vals) for k, vals in core["lat"].items()}
+    d["latency"] = {k: spread(x) for k, x in lat.items()}
+    add, imul = spread(lat["add"]), spread(lat["imul"])
+    ratio = min(core["lat"]["imul"]) / min(core["lat"]["add"])
+    measured("lat_imul", int(round(ratio)), (
+        "dependent imul r64 chain against a dependent add chain (1 cycle on every x86 core): "
+        "%.2f adds per imul (imul %s; add %s; the clock assumes imul = 3, so this ratio is "
+        "the independent figure)" % (ratio, fmt_spread(imul, prec=2), fmt_spread(add, prec=2))))
+    ds, dl, d128 = (spread(lat[k]) for k in ("div_small", "div_large", "div_128"))
+    measured("lat_div", int(round(ds[0] - 1)), (
+        "dependent chain of div r64 by 7 with rdx = 0 and an 8-bit quotient, each followed by "
+        "a 1-cycle lea that feeds the remainder back: %s per step, minus 1. Also: 61-bit "
+        "quotient %s (minus 1: %.1f); 128-bit dividend rdx:rax, chained directly: %s"
+        % (fmt_spread(ds), fmt_spread(dl), dl[0] - 1, fmt_spread(d128))))
+    for key, k, what in (("lat_vec", "paddq", "paddq xmm"), ("lat_fp", "addsd", "addsd"),
+                         ("lat_fpdiv", "divsd", "divsd by 1.0000001")):
+        sp = spread(lat[k])
+        extra = ("; mulsd chain %s" % fmt_spread(spread(lat["mulsd"]))) if k == "addsd" else ""
+        measured(key, int(round(sp[0])), "dependent %s chain: %s%s" % (what, fmt_spread(sp),
+                                                                       extra))
+
+    # branch
+    br = raw["branch"]
+    bp, bq = cycles(raw, br["predictable"]), cycles(raw, br["random"])
+    per_round = spread([(q - p) / 0.5 for p, q in zip(bp, bq)])
+    mis = (min(bq) - min(bp)) / 0.5
+    d["branch_mispredict"] = {"per_round": per_round, "from_minima": mis}
+    measured("mispredict", int(round(mis)), (
+        "one loop over %d random bytes branching on a random bit vs on an always-clear bit "
+        "(both paths the same add): (best random - best predictable) per iteration / 0.5 "
+        "(half the random branches mispredict) = %.1f; per round %s"
+        % (br["n"], mis, fmt_spread(per_round))))
+
+    # window sizes
+    wong = core["wong"]
+    offsets = {"rob_size": 2, "load_buffer": 2, "store_buffer": 0}
+    what = {"rob_size": "nops", "load_buffer": "L1-hit loads", "store_buffer": "stores"}
+    d["wong"] = {}
+    for key in ("rob_size", "store_buffer", "load_buffer"):
+        wk = wong[key]
+        if wk.get("error") or not wk["fillers"]:
+            lookup(key, "not measured (%s)" % wk.get("error", "no grid"), "not measured")
+            continue
+        curves = matrix_cycles(raw, wk["ticks"])
+        steps = [wong_step(wk["fillers"], cv) for cv in curves]
+        size, why = wong_size(steps, offsets[key], npoints=len(wk["fillers"]))
+        best = [min(col) for col in zip(*curves)]
+        d["wong"][key] = {"steps": steps, "size": size, "why": why,
+                          "min_curve": dict(zip(map(str, wk["fillers"]), best))}
+        rounds_txt = ", ".join("%d-%d" % (s["n_lo"], s["n_hi"]) if s else "none"
+                               for s in steps)
+        text = ("Henry Wong's method: two independent 1 GiB pointer chases, one load of each "
+                "per iteration, N %s (%s) between them; the step where an iteration goes from "
+                "one memory latency to two, per round: %s (N before-after); %s. Best-of-rounds "
+                "curve (N:cycles) %s. A core whose SMT sibling runs splits these structures "
+                "in half (this VM sees one thread per core; a sibling would be another "
+                "tenant's vCPU)" % (what[key], wk["filler"], rounds_txt, why,
+                                    _fmt_curve(wk["fillers"][::4], best[::4])))
+        if size is not None:
+            measured(key, size, text + "; value = the step's N%s" % (
+                " + the two chase loads" if offsets[key] else ""))
+        else:
+            lookup(key, "the measurement is not clean, so the table's value: " + text,
+                   "measurement not clean: " + why)
+
+    # memory-level parallelism
+    m = core["mlp"]
+    mcv = [min(col) for col in zip(*matrix_cycles(raw, m["ticks"]))]
+    mp = mlp_plateau(m["k"], mcv)
+    d["mlp"] = dict(mp, curve=dict(zip(map(str, m["k"]), mcv)))
+    text = ("k independent pointer chases through the 1 GiB arena, cycles per load (best "
+            "round) k:cycles %s; t(1) / plateau = %.1f loads in flight, the curve within 10%% "
+            "of its plateau from k = %s. This is the parallelism the whole path to memory "
+            "gives (L1 fill buffers, and the L2's miss queue, page walks of a VM with 4 KiB "
+            "host pages, the memory controller): the fill buffers bound it from above"
+            % (_fmt_curve(m["k"], mcv), mp.get("mlp", 0), mp.get("knee")))
+    if mp["clean"]:
+        measured("fill_buffers", int(round(mp["mlp"])), text)
+    else:
+        lookup("fill_buffers", "the measurement is not clean (%s), so the table's value: %s"
+               % (mp["why"], text), "measurement not clean: " + mp["why"])
+
+    # prefetch: reported, the keys are looked up
+    pf = core["prefetch"]
+    seq, rnd = spread(cycles(raw, pf["sequential"])), spread(cycles(raw, pf["random"]))
+    active = seq[0] * 4 < rnd[0]
+    d["prefetch"] = {"sequential": seq, "random": rnd, "active": active}
+    pf_text = ("user space cannot see the prefetch distance; measured for the record: a chase "
+               "through %d clflushed lines in address order costs %s per line, in random order "
+               "%s: %s" % (pf["lines"], fmt_spread(seq), fmt_spread(rnd),
+                           "a stream prefetcher is at work" if active else
+                           "NO sign of a stream prefetcher (the table's value is kept)"))
+    lookup("prefetch_lines", pf_text, "not measurable from user space")
+    lookup("prefetch_streams", "user space cannot count the streams tracked",
+           "not measurable from user space")
+
+    if need and not entry:
+        raise UnknownCpu(
+            "CPUID names %s family 0x%x model 0x%x (%s): not in the core table (CORE_CPUS in "
+            "tools/baremm_lib/calibrate.py), and these keys must be looked up: %s. Add the "
+            "CPU to the table with a public source for every key; no default is assumed"
+            % (cpuid.get("vendor"), cpuid.get("family", 0), cpuid.get("model", 0),
+               cpuid.get("brand", "").strip(),
+               "; ".join("%s (%s)" % (k, short[k]) for k in need)))
+    for k in need:
+        val, source = entry[1][k]
+        v[k] = str(val)
+        c[k] = "LOOKED UP (%s): %s; %s" % (entry[0], source, c[k])
+    d["core_table"] = entry[0] if entry else None
+    d["looked_up"] = need
+    return v, c, d
+
+
 # ---------------------------------------------------------------- statistics
 
 def spread(vals):
@@ -101,6 +485,15 @@ def cycles(raw, ticks):
         raise CalibrateError("a per-round array has %d values for %d rounds"
                              % (len(ticks), len(cpt)))
     return [t * c if t >= 0 else -1 for t, c in zip(ticks, cpt)]
+
+
+def matrix_cycles(raw, rows):
+    """Per-round rows of ticks -> rows of core cycles, each with its round's clock."""
+    cpt = raw["core_per_tsc"]
+    if len(rows) != len(cpt):
+        raise CalibrateError("a per-round matrix has %d rows for %d rounds"
+                             % (len(rows), len(cpt)))
+    return [[t * c for t in row] for row, c in zip(rows, cpt)]
 
 
 def column(raw, series, key, i):
@@ -393,11 +786,10 @@ def derive(raw, topology=None, root=None):
     if topo["sockets"] == 1:
         c["c2c_remote_lat"] += "; unused with sockets = 1"
 
-    br = raw["branch"]
-    bp = cycles(raw, br["predictable"])
-    bq = cycles(raw, br["random"])
-    mis = spread([(q - p) / 0.5 for p, q in zip(bp, bq)])
-    d["branch_mispredict"] = mis
+    cv, cc, cd = derive_core(raw, cpuid)
+    v.update(cv)
+    c.update(cc)
+    d["core"] = cd
 
     v["name"] = HOST_NAME
     c["name"] = "this host, measured by tools/baremm calibrate"
@@ -421,9 +813,9 @@ def derive(raw, topology=None, root=None):
     ]
     if probe_note:
         header.append("Page-size probe: " + probe_note + ".")
-    header.append("Not a profile key: branch mispredict penalty %s (random vs predictable "
-                  "branch on the same 64 KiB of bytes, per mispredicted branch)"
-                  % fmt_spread(mis))
+    header.append("Out-of-order core keys (%s): MEASURED where a user-space measurement is "
+                  "clean, else LOOKED UP in the core table (%s)" % (
+                      ", ".join(CORE_KEYS), cd["core_table"] or "no entry for this CPU"))
     d.update({"l1d_ws_kib": w1, "l2_ws_kib": w2, "llc_ws_kib": w3, "stlb_pages": stlb_ns,
               "stlb_lat_exact": stlb_lat, "rep_line_exact": rep_line,
               "rep_mem_line_exact": rep_mem})
@@ -494,11 +886,37 @@ def measure(binary, rounds, quick=False):
         raise CalibrateError("%s printed no valid JSON: %s" % (binary, e))
 
 
-def check_profile(binary, path):
-    """(ok, message): the plugin's own parser (model/profile.c) on the written file."""
+def _parser_check(binary, path):
     r = subprocess.run([binary, "--check", path], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, universal_newlines=True)
     return r.returncode == 0, (r.stdout if r.returncode == 0 else r.stderr).strip()
+
+
+def check_profile(binary, path):
+    """(ok, message): the plugin's own parser (model/profile.c) on the written file.
+    A parser built before the core keys existed rejects them as unknown: then the file
+    without the keys of CORE_KEYS it names is checked, and the message says which keys
+    the parser does not know (any other rejection stands)."""
+    ok, msg = _parser_check(binary, path)
+    unknown = []
+    while not ok:
+        m = re.search(r"unknown key '(\w+)'", msg)
+        if not m or m.group(1) not in CORE_KEYS or m.group(1) in unknown:
+            break
+        unknown.append(m.group(1))
+        with open(path) as f:
+            lines = [l for l in f if l.partition("=")[0].strip() not in unknown]
+        fd, tmp = tempfile.mkstemp(suffix=".cfg")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.writelines(lines)
+            ok, msg = _parser_check(binary, tmp)
+        finally:
+            os.unlink(tmp)
+    if unknown:
+        msg = ("the plugin's parser in this tree does not know the core keys %s (it predates "
+               "them); the rest of the file: %s" % (", ".join(unknown), msg))
+    return ok, msg
 
 
 def write(raw, out_dir, topo=None, root=None):
@@ -539,16 +957,25 @@ def main(a):
             raw["_topology"] = topo
         cfg, js, entries, d = write(raw, out_dir, topo)
         ok, msg = check_profile(binary, cfg)
+    except UnknownCpu as e:
+        sys.stderr.write("baremm: calibrate: %s\n" % e)
+        return st.EXIT_UNKNOWN_CPU
     except (OSError, ValueError, KeyError, CalibrateError) as e:
         sys.stderr.write("baremm: calibrate: %s\n" % e)
         return st.EXIT_TOOL_ERROR
     for k, val, _ in entries:
         print("  %-16s %s" % (k, val))
     print("baremm: %s" % d["published"])
+    core = d["core"]
+    print("baremm: core keys MEASURED: %s; LOOKED UP (%s): %s" % (
+        ", ".join(k for k in CORE_KEYS if k not in core["looked_up"]),
+        core["core_table"], ", ".join(core["looked_up"]) or "none"))
     print("baremm: measured in %.1f s; wrote %s and %s" % (raw.get("elapsed_s", 0), cfg, js))
     if not ok:
         sys.stderr.write("baremm: the plugin's profile parser REJECTS %s: %s\n" % (cfg, msg))
         return st.EXIT_TOOL_ERROR
+    if "does not know" in msg:
+        print("baremm: NOTE: %s" % msg.split("; the rest")[0])
     print("baremm: accepted by the plugin's profile parser; use it with --model %s"
           % HOST_NAME)
     return 0

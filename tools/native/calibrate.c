@@ -257,6 +257,335 @@ static void flush(const char *p, size_t n)
 	__asm__ __volatile__("mfence" ::: "memory");
 }
 
+/* ---- out-of-order core: width, latencies, window sizes, memory-level parallelism ---- */
+
+/*
+ * Width: a loop of WIDTH_OPS single-uop instructions with no dependence between them
+ * (plus the loop's fused dec+jnz, counted as one more slot). Three kinds, because each
+ * has another limit besides allocation: 4-byte nops use no execution port; adds of an
+ * immediate to 12 registers need an ALU each; xor-zeroing idioms are resolved at rename.
+ */
+#define WIDTH_OPS 96
+#define WIDTH_SLOTS (WIDTH_OPS + 1)
+#define ADD12 "add $1, %%r8\n\tadd $1, %%r9\n\tadd $1, %%r10\n\tadd $1, %%r11\n\t"      \
+	      "add $1, %%r12\n\tadd $1, %%r13\n\tadd $1, %%r14\n\tadd $1, %%r15\n\t"    \
+	      "add $1, %%rax\n\tadd $1, %%rcx\n\tadd $1, %%rdx\n\tadd $1, %%rsi\n\t"
+#define XOR12 "xor %%r8d, %%r8d\n\txor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\t"           \
+	      "xor %%r11d, %%r11d\n\txor %%r12d, %%r12d\n\txor %%r13d, %%r13d\n\t"      \
+	      "xor %%r14d, %%r14d\n\txor %%r15d, %%r15d\n\txor %%eax, %%eax\n\t"        \
+	      "xor %%ecx, %%ecx\n\txor %%edx, %%edx\n\txor %%esi, %%esi\n\t"
+#define WIDTH_LOOP(name, body)                                                              \
+	static uint64_t name(uint64_t iters)                                                \
+	{                                                                                   \
+		uint64_t t0 = native_tsc();                                                 \
+		__asm__ __volatile__("1:\n\t" body "dec %0\n\tjnz 1b"                       \
+				     : "+r"(iters)::"rax", "rcx", "rdx", "rsi", "r8", "r9", \
+				       "r10", "r11", "r12", "r13", "r14", "r15", "cc");     \
+		return native_tsc() - t0;                                                   \
+	}
+WIDTH_LOOP(width_nop, ".rept 96\n\tnopl 0x40(%%rax)\n\t.endr\n\t")
+WIDTH_LOOP(width_add, ".rept 8\n\t" ADD12 ".endr\n\t")
+WIDTH_LOOP(width_xor, ".rept 8\n\t" XOR12 ".endr\n\t")
+
+/* Ticks per slot of a width loop, best of @samples runs of @iters iterations. */
+static double width_sample(uint64_t (*fn)(uint64_t), uint64_t iters, int samples)
+{
+	uint64_t best = ~0ull;
+	fn(iters / 8 + 1); /* code and frequency warm-up */
+	for (int s = 0; s < samples; s++) {
+		uint64_t t = fn(iters);
+		best = t < best ? t : best;
+	}
+	return (double)best / (double)(iters * WIDTH_SLOTS);
+}
+
+/*
+ * Dependent chains, one result feeding the next. add is the 1-cycle reference that
+ * lat_imul is read against (the clock itself assumes imul = 3, so the imul chain in
+ * core cycles would only return that assumption). The divisions: rax = s + rdx (the
+ * remainder) after each div by 7 with rdx zeroed, so one step is div + a 1-cycle lea;
+ * s = 1000 gives an 8-bit quotient, s = 0xF000... a 61-bit one. div_128 divides
+ * rdx:rax (remainder:quotient of the previous step) by a 33-bit divisor: a 128-bit
+ * dividend every time, still a valid division because the remainder is below the divisor.
+ */
+TIMED_CHAIN(add_chain, "add %1, %0", "+r"(v), "r"(m))
+
+static uint64_t div_lea_chain(uint64_t n, uint64_t s)
+{
+	uint64_t a = s, d = 0, c = 7;
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i += 8)
+		__asm__ __volatile__(X8("div %2\n\tlea (%3,%%rdx), %%rax\n\txor %%edx, %%edx\n\t")
+				     : "+a"(a), "+d"(d) : "r"(c), "r"(s) : "cc");
+	return native_tsc() - t0;
+}
+static uint64_t div_small_chain(uint64_t n) { return div_lea_chain(n, 1000); }
+static uint64_t div_large_chain(uint64_t n) { return div_lea_chain(n, 0xF000000000000000ull); }
+static uint64_t div128_chain(uint64_t n)
+{
+	uint64_t a = 0, d = 1, c = 0x100000007ull;
+	uint64_t t0 = native_tsc();
+	for (uint64_t i = 0; i < n; i += 8)
+		__asm__ __volatile__(X8("div %2\n\t") : "+a"(a), "+d"(d) : "r"(c) : "cc");
+	return native_tsc() - t0;
+}
+
+#define FP_CHAIN(name, insn, start, operand)                                                \
+	static uint64_t name(uint64_t n)                                                    \
+	{                                                                                   \
+		double x = (start), y = (operand);                                          \
+		uint64_t t0 = native_tsc();                                                 \
+		for (uint64_t i = 0; i < n; i += 8)                                         \
+			__asm__ __volatile__(X8(insn " %1, %0\n\t") : "+x"(x) : "x"(y));    \
+		uint64_t t = native_tsc() - t0;                                             \
+		__asm__ __volatile__("" ::"x"(x));                                          \
+		return t;                                                                   \
+	}
+/* operands keep the values normal (no denormal or infinity slow paths) */
+FP_CHAIN(addsd_chain, "addsd", 0.0, 1.0)
+FP_CHAIN(mulsd_chain, "mulsd", 1.0, 1.0)
+FP_CHAIN(divsd_chain, "divsd", 1.0, 1.0000001)
+FP_CHAIN(paddq_chain, "paddq", 0.0, 1e-300)
+
+/*
+ * Window sizes (Henry Wong's method): a loop of [load A; N fillers; load B; N fillers],
+ * A and B each the next step of its own pointer chase through the 1 GiB arena, so both
+ * miss every cache. While the window holds A, the fillers and B, the two misses overlap
+ * and an iteration costs one memory latency; once the fillers exhaust the structure
+ * under test, B waits for A to retire and the iteration costs two. The fillers choose
+ * the structure: nops take a reorder-buffer entry only, stores a store-buffer entry,
+ * loads (L1 hits) a load-buffer entry.
+ *
+ * The loops are generated as machine code for each N, because N is the variable.
+ * Generated function: uint64_t fn(void *a, void *b, uint64_t iters, void **out)
+ * (System V: rdi, rsi, rdx, rcx); it leaves both chains' positions in out[0], out[1];
+ * fillers address out + 64 (a private line).
+ */
+enum wong_kind { WONG_ROB, WONG_STORE, WONG_LOAD, WONG_KINDS };
+static const char *const wong_name[WONG_KINDS] = { "rob_size", "store_buffer", "load_buffer" };
+static const char *const wong_filler[WONG_KINDS] = { "nopl 0x40(%rax)", "mov %eax, 0x40(%rcx)",
+						     "mov 0x40(%rcx), %eax" };
+static const uint8_t wong_bytes[WONG_KINDS][4] = { { 0x0f, 0x1f, 0x40, 0x40 },
+						   { 0x89, 0x41, 0x40 },
+						   { 0x8b, 0x41, 0x40 } };
+static const unsigned wong_len[WONG_KINDS] = { 4, 3, 3 };
+/* coarse grids: up to about twice the largest published size of the structure */
+static const unsigned wong_max[WONG_KINDS] = { 1024, 256, 384 };
+static const unsigned wong_step[WONG_KINDS] = { 32, 8, 12 };
+#define WONG_MAXP 96
+#define WONG_ITERS 1024
+
+typedef uint64_t (*wong_fn)(void *, void *, uint64_t, void **);
+
+static size_t wong_size(enum wong_kind k, unsigned n) { return 32 + 2 * (size_t)n * wong_len[k]; }
+
+static uint8_t *wong_emit(uint8_t *p, enum wong_kind k, unsigned n)
+{
+	static const uint8_t load_a[] = { 0x48, 0x8b, 0x3f }, load_b[] = { 0x48, 0x8b, 0x36 };
+	uint8_t *top = p;
+	memcpy(p, load_a, 3), p += 3;              /* mov (%rdi), %rdi */
+	for (unsigned i = 0; i < n; i++)
+		memcpy(p, wong_bytes[k], wong_len[k]), p += wong_len[k];
+	memcpy(p, load_b, 3), p += 3;              /* mov (%rsi), %rsi */
+	for (unsigned i = 0; i < n; i++)
+		memcpy(p, wong_bytes[k], wong_len[k]), p += wong_len[k];
+	*p++ = 0x48, *p++ = 0xff, *p++ = 0xca;     /* dec %rdx */
+	int32_t rel = (int32_t)(top - (p + 6));
+	*p++ = 0x0f, *p++ = 0x85;                  /* jnz top */
+	memcpy(p, &rel, 4), p += 4;
+	*p++ = 0x48, *p++ = 0x89, *p++ = 0x39;     /* mov %rdi, (%rcx) */
+	*p++ = 0x48, *p++ = 0x89, *p++ = 0x71, *p++ = 0x08; /* mov %rsi, 8(%rcx) */
+	*p++ = 0xc3;                               /* ret */
+	return p;
+}
+
+struct wong_code {
+	uint8_t *mem;
+	size_t len;
+	wong_fn fn[WONG_MAXP];
+};
+
+/* Machine code for every N of @ns; 0, or -1 with errno when the kernel refuses it. */
+static int wong_build(struct wong_code *c, enum wong_kind k, const unsigned *ns, int count)
+{
+	size_t len = 0;
+	for (int i = 0; i < count; i++)
+		len += (wong_size(k, ns[i]) + 63) & ~(size_t)63;
+	len = (len + PAGE - 1) & ~(size_t)(PAGE - 1);
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	size_t off = 0;
+	for (int i = 0; i < count; i++) {
+		c->fn[i] = (wong_fn)(void *)(m + off);
+		wong_emit(m + off, k, ns[i]);
+		off += (wong_size(k, ns[i]) + 63) & ~(size_t)63;
+	}
+	if (mprotect(m, len, PROT_READ | PROT_EXEC)) {
+		munmap(m, len);
+		return -1;
+	}
+	c->mem = m;
+	c->len = len;
+	return 0;
+}
+
+static void *wong_out[16] __attribute__((aligned(128)));
+static void *wong_a, *wong_b;
+
+/* Ticks per iteration, best of @samples runs; the chases continue from run to run. */
+static double wong_sample(wong_fn fn, int samples)
+{
+	uint64_t best = ~0ull;
+	for (int s = 0; s < samples; s++) {
+		uint64_t t0 = native_tsc();
+		fn(wong_a, wong_b, WONG_ITERS, wong_out);
+		uint64_t t = native_tsc() - t0;
+		wong_a = wong_out[0];
+		wong_b = wong_out[1];
+		best = t < best ? t : best;
+	}
+	return (double)best / WONG_ITERS;
+}
+
+struct wong {
+	int n;
+	unsigned fillers[WONG_MAXP];
+	struct wong_code code;
+	const char *error;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median3(const double *t)
+{
+	double v[3] = { t[0], t[1], t[2] };
+	qsort(v, 3, sizeof(double), cmp_double);
+	return v[1];
+}
+
+/*
+ * The step of a curve @t[0..n): the split index i (t[<i] low, t[>=i] high) with the
+ * fewest points on the wrong side of the midpoint between the medians of the first
+ * and the last three points; -1 when the last three are not 1.3x the first three
+ * (no step). tools/baremm_lib/calibrate.py (wong_step) applies the same rule to the
+ * minima over rounds; this one only places the fine grid.
+ */
+static int step_index(const double *t, int n)
+{
+	if (n < 6)
+		return -1;
+	double lo = median3(t), hi = median3(t + n - 3), mid = (lo + hi) / 2;
+	if (hi < 1.3 * lo)
+		return -1;
+	int best = -1, bestbad = n + 1;
+	for (int i = 1; i < n; i++) {
+		int bad = 0;
+		for (int j = 0; j < n; j++)
+			bad += j < i ? t[j] > mid : t[j] < mid;
+		if (bad < bestbad)
+			best = i, bestbad = bad;
+	}
+	return best;
+}
+
+/*
+ * The grid of one structure: the coarse grid, refined in steps of 2 between the two
+ * coarse points around the step of one pilot pass (3 samples per point). The grid is
+ * fixed before the rounds, so every round measures the same Ns.
+ */
+static void wong_plan(struct wong *w, enum wong_kind k)
+{
+	unsigned coarse[WONG_MAXP];
+	int nc = 0;
+	for (unsigned n = 0; n <= wong_max[k] && nc < WONG_MAXP; n += wong_step[k])
+		coarse[nc++] = n;
+	struct wong_code pilot;
+	w->n = 0;
+	if (wong_build(&pilot, k, coarse, nc)) {
+		w->error = "cannot map generated code executable (mmap/mprotect refused)";
+		return;
+	}
+	double t[WONG_MAXP];
+	for (int i = 0; i < nc; i++)
+		t[i] = wong_sample(pilot.fn[i], 3);
+	munmap(pilot.mem, pilot.len);
+	int at = step_index(t, nc);
+	for (int i = 0; i < nc; i++) {
+		w->fillers[w->n++] = coarse[i];
+		if (i + 1 == at)
+			for (unsigned n = coarse[i] + 2; n < coarse[i + 1] && w->n < WONG_MAXP - (nc - i); n += 2)
+				w->fillers[w->n++] = n;
+	}
+	if (wong_build(&w->code, k, w->fillers, w->n)) {
+		w->n = 0;
+		w->error = "cannot map generated code executable (mmap/mprotect refused)";
+	}
+}
+
+/*
+ * Memory-level parallelism: @k independent pointer chases through the 1 GiB arena,
+ * advanced in turn; ticks per load. The time per load falls as 1/k until the misses
+ * in flight hit a limit (fill buffers, or anything smaller on the way to memory).
+ */
+#define MLP_MAXK 32
+static void *mlp_p[MLP_MAXK];
+static const unsigned mlp_k[] = { 1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 32 };
+#define MLP_NK (int)(sizeof(mlp_k) / sizeof(mlp_k[0]))
+#define MLP_LOADS 8192
+
+static uint64_t mlp_run(void **p, unsigned k, uint64_t steps)
+{
+	uint64_t t0 = native_tsc();
+	for (uint64_t s = 0; s < steps; s++)
+		for (unsigned j = 0; j < k; j++)
+			p[j] = *(void *volatile *)p[j];
+	return native_tsc() - t0;
+}
+
+static double mlp_sample(unsigned k, int samples)
+{
+	uint64_t steps = MLP_LOADS / k, best = ~0ull;
+	for (int s = 0; s < samples; s++) {
+		uint64_t t = mlp_run(mlp_p, k, steps);
+		best = t < best ? t : best;
+	}
+	return (double)best / (double)(steps * k);
+}
+
+/*
+ * Prefetch: a pointer chase through lines in address order against one through the
+ * same number of lines in random order, every line of the run clflushed first, so
+ * neither finds its lines in any cache; a hardware stream prefetcher makes the first
+ * far cheaper per line.
+ */
+#define PF_LINES 4096
+static void *pf_addr[PF_LINES];
+
+static double pf_sample(void **pp, int samples)
+{
+	uint64_t best = ~0ull;
+	for (int s = 0; s < samples; s++) {
+		void *p = *pp;
+		for (int i = 0; i < PF_LINES; i++) {
+			pf_addr[i] = p;
+			p = *(void **)p;
+		}
+		for (int i = 0; i < PF_LINES; i++)
+			__asm__ __volatile__("clflush (%0)" ::"r"(pf_addr[i]) : "memory");
+		__asm__ __volatile__("mfence" ::: "memory");
+		p = *pp;
+		uint64_t t = chase(&p, PF_LINES);
+		*pp = p;
+		best = t < best ? t : best;
+	}
+	return (double)best / PF_LINES;
+}
+
 /* ---- core to core: CAS ping-pong on one line, CPU 0 <-> CPU 1 ---- */
 
 static struct {
@@ -541,6 +870,25 @@ int main(int argc, char **argv)
 		probe_off4[i] = (uint64_t)i * PAGE + (probe_off[i] % PAGE);
 	}
 
+	/* the out-of-order core's figures: chase starts spread over the 1 GiB arena, the
+	 * window-size grids planned by one pilot pass, the prefetch arenas linked */
+	uint64_t mem_lines = mem_bytes / LINE;
+	wong_a = mem + (rng() % mem_lines) * LINE;
+	wong_b = mem + (rng() % mem_lines) * LINE;
+	for (int j = 0; j < MLP_MAXK; j++)
+		mlp_p[j] = mem + (rng() % mem_lines) * LINE;
+	struct wong wong[WONG_KINDS];
+	for (int k = 0; k < WONG_KINDS; k++) {
+		memset(&wong[k], 0, sizeof(wong[k]));
+		wong_plan(&wong[k], (enum wong_kind)k);
+	}
+	size_t pf_bytes = (size_t)8 << 20;
+	char *pf_seq = arena(pf_bytes, false), *pf_rnd = arena(pf_bytes, false);
+	for (size_t i = 0; i < pf_bytes; i += LINE)
+		*(void **)(pf_seq + i) = pf_seq + (i + LINE) % pf_bytes;
+	link_lines(pf_rnd, pf_bytes / LINE);
+	void *pf_seq_p = pf_seq, *pf_rnd_p = pf_rnd;
+
 	branch_buf = malloc(BRANCH_N);
 	for (unsigned i = 0; i < BRANCH_N; i++)
 		branch_buf[i] = (uint8_t)(rng() & 0x7f);
@@ -561,6 +909,21 @@ int main(int argc, char **argv)
 	double *movs_mem = calloc((size_t)rounds, sizeof(double)), *stos_mem = calloc((size_t)rounds, sizeof(double));
 	double *c2c = calloc((size_t)rounds, sizeof(double));
 	double *probe2m = calloc((size_t)rounds, sizeof(double)), *probe4k = calloc((size_t)rounds, sizeof(double));
+	enum { W_NOP, W_ADD, W_XOR, NWIDTH };
+	static const char *const width_name[NWIDTH] = { "nop4", "add_imm", "xor_zero" };
+	static uint64_t (*const width_fn[NWIDTH])(uint64_t) = { width_nop, width_add, width_xor };
+	enum { L_ADD, L_IMUL, L_DIVS, L_DIVL, L_DIV128, L_ADDSD, L_MULSD, L_PADDQ, L_DIVSD, NLAT };
+	static const char *const lat_name[NLAT] = { "add", "imul", "div_small", "div_large", "div_128",
+						    "addsd", "mulsd", "paddq", "divsd" };
+	static uint64_t (*const lat_fn[NLAT])(uint64_t) = {
+		add_chain, native_imul_chain, div_small_chain, div_large_chain, div128_chain,
+		addsd_chain, mulsd_chain, paddq_chain, divsd_chain };
+	double *width[NWIDTH], *lat[NLAT], *wt[WONG_KINDS][100], *mlp[100];
+	for (int i = 0; i < NWIDTH; i++)
+		width[i] = calloc((size_t)rounds, sizeof(double));
+	for (int i = 0; i < NLAT; i++)
+		lat[i] = calloc((size_t)rounds, sizeof(double));
+	double *pf_s = calloc((size_t)rounds, sizeof(double)), *pf_r = calloc((size_t)rounds, sizeof(double));
 
 	for (int r = 0; r < rounds; r++) {
 		tsc_ghz[r] = native_tsc_ghz(20);
@@ -639,9 +1002,23 @@ int main(int argc, char **argv)
 			stos_mem[r] = (double)(d - ovh[r]);
 		}
 		c2c[r] = ncpu >= 2 ? c2c_roundtrip(1, C2C_BATCH, quick ? 5 : 20) : -1;
+		for (int i = 0; i < NWIDTH; i++)
+			width[i][r] = width_sample(width_fn[i], 1 << 12, 5);
+		for (int i = 0; i < NLAT; i++)
+			lat[i][r] = best_of(lat_fn[i], 1 << 14, 5, ovh[r]);
+		for (int k = 0; k < WONG_KINDS; k++) {
+			wt[k][r] = calloc((size_t)wong[k].n + 1, sizeof(double));
+			for (int i = 0; i < wong[k].n; i++)
+				wt[k][r][i] = wong_sample(wong[k].code.fn[i], 3);
+		}
+		mlp[r] = calloc(MLP_NK, sizeof(double));
+		for (int i = 0; i < MLP_NK; i++)
+			mlp[r][i] = mlp_sample(mlp_k[i], 3);
+		pf_s[r] = pf_sample(&pf_seq_p, 3);
+		pf_r[r] = pf_sample(&pf_rnd_p, 3);
 	}
 
-	printf("{\n\"schema\": \"baremm-calibrate-raw/1\",\n");
+	printf("{\n\"schema\": \"baremm-calibrate-raw/2\",\n");
 	print_cpuid();
 	printf("\"cpus_online\": %ld,\n\"rounds\": %d,\n\"quick\": %s,\n", ncpu, rounds, quick ? "true" : "false");
 	jarr("tsc_ghz", tsc_ghz, rounds, true);
@@ -686,6 +1063,33 @@ int main(int argc, char **argv)
 	jarr("stosb_64k_to_mem", stos_mem, rounds, false);
 	printf("},\n\"c2c\": {\"cpus\": [0, 1], \"batch\": %d, ", C2C_BATCH);
 	jarr("roundtrip", c2c, rounds, false);
-	printf("},\n\"elapsed_s\": %.2f\n}\n", (double)(native_ns() - start_ns) / 1e9);
+	printf("},\n\"core\": {\"width\": {\"ops_per_iter\": %d, \"slots_per_iter\": %d, ",
+	       WIDTH_OPS, WIDTH_SLOTS);
+	for (int i = 0; i < NWIDTH; i++)
+		jarr(width_name[i], width[i], rounds, i + 1 < NWIDTH);
+	printf("},\n\"lat\": {");
+	for (int i = 0; i < NLAT; i++)
+		jarr(lat_name[i], lat[i], rounds, i + 1 < NLAT);
+	printf("},\n\"wong\": {\"iters\": %d,\n", WONG_ITERS);
+	for (int k = 0; k < WONG_KINDS; k++) {
+		printf("\"%s\": {\"filler\": \"%s\", ", wong_name[k], wong_filler[k]);
+		if (wong[k].error)
+			printf("\"error\": \"%s\", ", wong[k].error);
+		printf("\"fillers\": [");
+		for (int i = 0; i < wong[k].n; i++)
+			printf("%s%u", i ? ", " : "", wong[k].fillers[i]);
+		printf("],\n");
+		jmat("ticks", wt[k], rounds, wong[k].n, false);
+		printf("}%s\n", k + 1 < WONG_KINDS ? "," : "");
+	}
+	printf("},\n\"mlp\": {\"loads\": %d, \"k\": [", MLP_LOADS);
+	for (int i = 0; i < MLP_NK; i++)
+		printf("%s%u", i ? ", " : "", mlp_k[i]);
+	printf("],\n");
+	jmat("ticks", mlp, rounds, MLP_NK, false);
+	printf("},\n\"prefetch\": {\"lines\": %d, \"arena_mib\": %zu, ", PF_LINES, pf_bytes >> 20);
+	jarr("sequential", pf_s, rounds, true);
+	jarr("random", pf_r, rounds, false);
+	printf("}},\n\"elapsed_s\": %.2f\n}\n", (double)(native_ns() - start_ns) / 1e9);
 	return 0;
 }
