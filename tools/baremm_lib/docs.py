@@ -28,7 +28,7 @@ import os
 import re
 import sys
 
-from . import compare, experiment as ex, panel, perfcheck, runner, sweep, verdict
+from . import compare, experiment as ex, panel, perfcheck, runner, sweep, table, verdict
 
 DATA_DIR = os.path.join("docs", "data")
 BEGIN = "<!-- BEGIN generated %s: tools/baremm docs writes this block; do not edit -->"
@@ -58,15 +58,6 @@ def _stamp(build, problems, what):
     return "build `%s` (clean tree)" % build
 
 
-def md_table(head, rows, left=1):
-    """A markdown table; the first `left` columns are left-aligned, the rest right."""
-    out = ["| " + " | ".join(head) + " |",
-           "|" + "|".join("---" if i < left else "---:" for i in range(len(head))) + "|"]
-    for r in rows:
-        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
-    return "\n".join(out)
-
-
 def _num(v):
     return compare.fmt_num(v)
 
@@ -87,8 +78,8 @@ def gen_baseline(root, problems):
     head = "Source: `%s`, %s; %s; %s. %d figures, each the median of its runs." % (
         perfcheck.BASELINE, _stamp(build, problems, perfcheck.BASELINE),
         b.get("qemu_version", "QEMU ?"), b.get("compiler", "compiler ?"), len(rows))
-    return head + "\n\n" + md_table(["perf.cfg entry", "figure", "median / op", "unit",
-                                     "runs"], rows, left=2)
+    return head + "\n\n" + table.markdown(table.columns(
+        ["perf.cfg entry", "figure", "median / op", "unit", "runs"], left=(0, 1)), rows)
 
 
 # baremm figure of the baseline for each Linux reference row
@@ -130,9 +121,9 @@ def gen_linux(root, problems):
                 ref["kernel"], ref["qemu"], ref["mode"], mx["command"], er["command"],
                 perfcheck.BASELINE, _stamp(build, problems, "linux-vs-baremm"),
                 ref["unit"]))
-    return head + "\n\n" + md_table(
+    return head + "\n\n" + table.markdown(table.columns(
         ["work (op)", "Linux figure", "Linux, -cpu max", "Linux -erms (rep stosq)",
-         "baremm", "baremm / Linux", "baremm / Linux -erms"], rows, left=2)
+         "baremm", "baremm / Linux", "baremm / Linux -erms"], left=(0, 1)), rows)
 
 
 def gen_linux_model(root, problems):
@@ -170,9 +161,10 @@ def gen_linux_model(root, problems):
         out.append("**Profile %s.** Linux: `%s`. baremm: `%s`, %s. Unit: model cycles per "
                    "operation." % (prof, lset["command"], perfcheck.model_baseline(prof),
                                    _stamp(build, problems, perfcheck.model_baseline(prof))))
-        out.append(md_table(["work (op)", "Linux figure", "Linux, model cycles",
-                             "Linux cycles per -erms instruction", "baremm, model cycles",
-                             "baremm / Linux"], rows, left=2))
+        out.append(table.markdown(table.columns(
+            ["work (op)", "Linux figure", "Linux, model cycles",
+             "Linux cycles per -erms instruction", "baremm, model cycles", "baremm / Linux"],
+            left=(0, 1)), rows))
     return "\n\n".join(out)
 
 
@@ -214,8 +206,8 @@ def seed_block(exp, s, icount, problems, path, model=None):
     else:
         out.append("(no figures in the saved run)")
     for head, rows in ex.event_tables(exp, results):
-        out.append("Events per operation, `%s`:\n\n%s" % (head[0], md_table(
-            ["event"] + ["`%s`" % h for h in head[1:]], rows)))
+        out.append("Events per operation, `%s`:\n\n%s" % (head[0], table.markdown(
+            table.columns(["event"] + ["`%s`" % h for h in head[1:]], left=(0,)), rows)))
     v = ex.Analysis(exp, results, icount, m, model=model).verdict()
     out.append("Verdict: **%s**. %s" % (v["agree"], v["text"]))
     return "\n\n".join(out)

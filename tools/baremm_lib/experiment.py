@@ -15,7 +15,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
 
-from . import compare, perfcheck, plot as plotmod, runner, verdict
+from . import compare, perfcheck, plot as plotmod, runner, table, verdict
 
 
 @dataclass(frozen=True)
@@ -197,10 +197,7 @@ def events_table(exp, results, all_events=False):
     """event_tables() as aligned text."""
     out = []
     for head, rows in event_tables(exp, results, all_events):
-        widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-        for r in [head] + rows:
-            out.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i])
-                                 for i, c in enumerate(r)).rstrip())
+        out += table.text_lines(table.columns(head, left=(0,)), rows)
         out.append("")
     if not out:
         return "(no figures with the variant %s)\n" % exp.variant
@@ -551,10 +548,7 @@ def summary_table(summaries):
         rows.append([s["id"], ("model:" + s["model"]) if s.get("model") else
                      "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
                      exp.thread_line(), s["verdict"]["agree"]])
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
-             for r in [head] + [["-" * w for w in widths]] + rows]
-    return "\n".join(lines) + "\n"
+    return table.text(table.columns(head, left=range(len(head))), rows, rule=True)
 
 
 def main(a, out=sys.stdout):

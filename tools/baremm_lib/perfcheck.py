@@ -34,7 +34,7 @@ import shutil
 import subprocess
 import sys
 
-from . import cfg as cfgmod, logparse, runner
+from . import cfg as cfgmod, logparse, runner, table
 
 PERF_CFG = os.path.join("tests", "perf", "perf.cfg")
 BASELINE = os.path.join("tests", "perf", "baseline.json")
@@ -250,11 +250,7 @@ def format_rows(rows):
                      "" if r["pct"] is None else "%+.2f%%" % r["pct"],
                      "" if r["tol"] is None else "%g%%" % r["tol"],
                      "%s (%s)" % (r["figure"], r["unit"] or "-")])
-    widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
-    lines = []
-    for row in [head, ["-" * w for w in widths]] + body:
-        lines.append("  ".join(c.ljust(widths[i]) if i in (0, 5) else c.rjust(widths[i])
-                               for i, c in enumerate(row)).rstrip())
+    lines = table.text_lines(table.columns(head, left=(0, 5)), body, rule=True)
     for r in rows:
         if r["verdict"] == "SLOWER" and r["events"]:
             lines.append("  %s: events per op that moved: %s" % (r["figure"], ", ".join(
