@@ -11,6 +11,7 @@ import csv
 import io
 
 from . import stats, table
+from .figure import Figure
 
 MARK_SIG = "*"
 MARK_NOISE = "~"
@@ -68,7 +69,7 @@ class Comparison:
 
 
 def _group(r):
-    return (r["bench"], r["metric"], r["cpus"])
+    return Figure.of(r).group()
 
 
 def compare_sides(sides):
@@ -125,21 +126,21 @@ def compare_variants(label, results, machine=None):
 
 
 def _row(g, cells):
-    bench, metric, cpus = g
     unit = next(c["unit"] for c in cells if c)
     variants = [c["variant"] if c else None for c in cells]
     changes = [None]
     base = cells[0]
     for c in cells[1:]:
         changes.append(significance(base, c) if base and c else None)
-    name = "%s.%s cpus=%d" % (bench, metric, cpus)
     distinct = [v for v in dict.fromkeys(v for v in variants if v)]
-    if len(distinct) == 1 and distinct[0] != "default":
-        name += " [%s]" % distinct[0]
-    elif len(distinct) > 1:
-        name += " [%s]" % " -> ".join(v or "?" for v in variants)
-    return {"figure": name, "bench": bench, "metric": metric, "cpus": cpus, "unit": unit,
-            "variants": variants, "cells": cells, "changes": changes}
+    if len(distinct) == 1:
+        name = g.with_variant(distinct[0]).name()
+    elif distinct:      # a change from one variant to another is named by both
+        name = g.name() + " [%s]" % " -> ".join(v or "?" for v in variants)
+    else:
+        name = g.name()
+    return {"figure": name, "bench": g.bench, "metric": g.full_metric, "cpus": g.cpus,
+            "unit": unit, "variants": variants, "cells": cells, "changes": changes}
 
 
 def _change_str(ch):
