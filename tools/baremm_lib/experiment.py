@@ -15,7 +15,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
 
-from . import compare, perfcheck, plot as plotmod, runner, table, verdict
+from . import compare, perfcheck, plot as plotmod, runner, status as st, table, verdict
 from .figure import Figure, format_variant
 
 
@@ -515,7 +515,7 @@ def run_one(exp, a, top, out=sys.stdout):
             out.write("baremm: wrote %s (%d series)\n" % (path, len(info["series"])))
         except plotmod.PlotError as e:
             out.write("baremm: no plot: %s\n" % e)
-            status = status or 20
+            status = status or st.EXIT_TOOL_ERROR
     return summary, status
 
 
@@ -558,7 +558,7 @@ def main(a, out=sys.stdout):
     for i in ids:
         if i not in EXPERIMENTS:
             sys.stderr.write("baremm: no experiment %r (000-004 or all)\n" % i)
-            return 2
+            return st.EXIT_USAGE
     a._ids = ids
     try:
         if not a.no_build:

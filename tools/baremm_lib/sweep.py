@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from . import plot as plotmod, runner, table as tab
+from . import plot as plotmod, runner, status as st, table as tab
 
 CASES_PROTOCOL = "1,0"
 BOOTS = (
@@ -216,11 +216,11 @@ def main(a, out=sys.stdout):
         lo, hi = int(lo), int(hi or lo)
     except ValueError:
         sys.stderr.write("shootdown-sweep: --cpus expects A-B (got %r)\n" % a.cpus)
-        return 2
+        return st.EXIT_USAGE
     if not 2 <= lo <= hi:
         sys.stderr.write("shootdown-sweep: --cpus needs 2 <= A <= B (a shootdown needs a "
                          "remote CPU)\n")
-        return 2
+        return st.EXIT_USAGE
     cmd = "tools/baremm shootdown-sweep --model %s" % a.model
     if os.environ.get("BAREMM_MODEL_ARGS"):
         cmd = "BAREMM_MODEL_ARGS=%s %s" % (os.environ["BAREMM_MODEL_ARGS"], cmd)
