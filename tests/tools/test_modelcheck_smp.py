@@ -14,7 +14,8 @@ IPI_EV = dict(ipi_sent=1.0, iret=1.0, c2c_transfer=4.0, rfo_inval=3.0, mem_acces
 
 
 def fig(bench, median, insns, **ev):
-    return {"bench": bench, "metric": "roundtrip", "variant": "default", "unit": "model_cycles",
+    return {"bench": bench, "metric": "roundtrip", "variant": "default", "cpus": 2,
+            "unit": "model_cycles",
             "median": median, "instructions": insns,
             "events": {"model_" + k: v for k, v in ev.items()}}
 

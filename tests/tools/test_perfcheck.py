@@ -11,6 +11,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ROOT, data  # noqa: E402
 from baremm_lib import cli, perfcheck as pc, runner, status  # noqa: E402
+from baremm_lib.figure import Figure  # noqa: E402
 
 CFG = """
 # comment
@@ -68,8 +69,8 @@ class CfgTest(unittest.TestCase):
             self.assertLessEqual(e["smp"], 2)
         b = pc.load_baseline(os.path.join(ROOT, pc.BASELINE))
         self.assertTrue(b["figures"])
-        for fid, f in b["figures"].items():
-            self.assertIn(fid.split(":", 1)[0], names, fid)
+        for fid, f in pc.baseline_figures(b).items():
+            self.assertIn(fid.entry, names, fid)
             self.assertGreater(f["median"], 0)
 
 
@@ -84,12 +85,14 @@ class CompareTest(unittest.TestCase):
     def test_figures_of(self):
         f = self.figs()
         self.assertEqual(len(f), 9 + 1)    # 3 cases x 3 variants + seed001 multi only
-        k = "vm: vm.refpage.cycle[touch_permille:0] cpus=1 [refpage_init:memset]"
+        k = Figure.parse("vm: vm.refpage.cycle[touch_permille:0] cpus=1 [refpage_init:memset]")
         self.assertEqual(f[k]["median"], 3191587)
         self.assertEqual(f[k]["tolerance"], 50.0)
-        k2 = "vm: vm.refpage.cycle[touch_permille:500] cpus=1 [refpage_init:memset]"
+        k2 = Figure.parse("vm: vm.refpage.cycle[touch_permille:500] cpus=1 "
+                          "[refpage_init:memset]")
         self.assertEqual(f[k2]["tolerance"], 3.0)
-        self.assertIn("seed001: tlb.page_fault3_threads.fault cpus=2 [rmapbatch:multi]", f)
+        self.assertIn(Figure.parse("seed001: tlb.page_fault3_threads.fault cpus=2 "
+                                   "[rmapbatch:multi]"), f)
 
     def test_identical_passes(self):
         f = self.figs()
@@ -99,24 +102,26 @@ class CompareTest(unittest.TestCase):
 
     def test_verdicts(self):
         cur = self.figs()
-        base = json.loads(json.dumps(cur))
-        k_slow = "vm: vm.refpage.cycle[touch_permille:500] cpus=1 [refpage_init:refpage]"
-        k_fast = "vm: vm.refpage.cycle[touch_permille:1000] cpus=1 [refpage_init:refpage]"
-        k_tol = "vm: vm.refpage.cycle[touch_permille:0] cpus=1 [refpage_init:memset]"
+        base = {k: json.loads(json.dumps(v)) for k, v in cur.items()}
+        n_slow = "vm: vm.refpage.cycle[touch_permille:500] cpus=1 [refpage_init:refpage]"
+        n_fast = "vm: vm.refpage.cycle[touch_permille:1000] cpus=1 [refpage_init:refpage]"
+        n_tol = "vm: vm.refpage.cycle[touch_permille:0] cpus=1 [refpage_init:memset]"
+        n_new = "seed001: tlb.page_fault3_threads.fault cpus=2 [rmapbatch:multi]"
+        k_slow, k_fast, k_tol, k_new = (Figure.parse(n) for n in (n_slow, n_fast, n_tol, n_new))
         base[k_slow]["median"] = cur[k_slow]["median"] / 1.04      # now 4 % slower
         base[k_slow]["events"]["alloc_pcp"] = 500
         base[k_fast]["median"] = cur[k_fast]["median"] * 1.2       # now cheaper
         base[k_tol]["median"] = cur[k_tol]["median"] / 1.4         # 40 % < 50 % override
-        base["vm: vm.gone.x cpus=1"] = {"median": 5, "unit": "cycles", "events": {}}
-        k_new = "seed001: tlb.page_fault3_threads.fault cpus=2 [rmapbatch:multi]"
+        base[Figure.parse("vm: vm.gone.x cpus=1")] = {"median": 5, "unit": "cycles",
+                                                      "events": {}}
         del base[k_new]
         rows, n = pc.compare_figures(base, cur)
         v = {r["figure"]: r["verdict"] for r in rows}
-        self.assertEqual(v[k_slow], "SLOWER")
-        self.assertEqual(v[k_fast], "faster")
-        self.assertEqual(v[k_tol], "pass")
+        self.assertEqual(v[n_slow], "SLOWER")
+        self.assertEqual(v[n_fast], "faster")
+        self.assertEqual(v[n_tol], "pass")
         self.assertEqual(v["vm: vm.gone.x cpus=1"], "MISSING")
-        self.assertEqual(v[k_new], "new")
+        self.assertEqual(v[n_new], "new")
         self.assertEqual(n["failed"], 2)
         text = pc.format_rows(rows)
         self.assertIn("+4.00%", text)
@@ -124,7 +129,7 @@ class CompareTest(unittest.TestCase):
 
     def test_boot_failure(self):
         f = self.figs()
-        cur = {k: v for k, v in f.items() if not k.startswith("seed001")}
+        cur = {k: v for k, v in f.items() if k.entry != "seed001"}
         rows, n = pc.compare_figures(f, cur, [("seed001", "panic")])
         self.assertEqual(n["failed"], 1)
         self.assertIn("BOOT", [r["verdict"] for r in rows])
@@ -134,14 +139,16 @@ class CompareTest(unittest.TestCase):
 
 class BootsDifferTest(unittest.TestCase):
     def test_identical_and_each_kind_of_difference(self):
-        f = {"e: x cpus=2": {"median": 5.0, "samples": [4.0, 5.0, 6.0], "events": {"ev.a": 1.0}}}
-        self.assertEqual(pc.boots_differ([f, json.loads(json.dumps(f))]), [])
+        k = Figure.parse("e: b.x cpus=2")
+        v0 = {"median": 5.0, "samples": [4.0, 5.0, 6.0], "events": {"ev.a": 1.0}}
+        f = {k: v0}
+        self.assertEqual(pc.boots_differ([f, {k: json.loads(json.dumps(v0))}]), [])
         for what, v in (("median", 5.5), ("samples", [4.0, 5.0, 6.5]),
                         ("events", {"ev.a": 1.5})):
-            g = json.loads(json.dumps(f))
-            g["e: x cpus=2"][what] = v
+            g = {k: json.loads(json.dumps(v0))}
+            g[k][what] = v
             d = pc.boots_differ([f, g])
-            self.assertEqual([(x[0], x[1]) for x in d], [("e: x cpus=2", what)])
+            self.assertEqual([(x[0], x[1]) for x in d], [(k, what)])
         self.assertEqual(pc.boots_differ([f, {}])[0][1:], ("figure", "present", "missing"))
 
 

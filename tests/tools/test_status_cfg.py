@@ -155,6 +155,36 @@ class StatusSourcesTest(unittest.TestCase):
                             matrix_statuses(m))
 
 
+# A statement that hands back a number as an exit status: return N, `status or N`,
+# sys.exit(N), SystemExit(N) (the number last on its line, so `return 2 * x` is not one).
+LITERAL_EXIT_RE = re.compile(r"(?:\breturn|\bor|\bexit\(|\bSystemExit\()\s*(\d+)\)?\s*(?:#.*)?$",
+                             re.M)
+
+
+def literal_exits(text):
+    """The status numbers (other than 0 and 1, plain success and failure) that text
+    returns as literals instead of naming status.py's constant."""
+    named = set(status.TOOL_EXIT.values()) | {
+        status.EXIT_LOG_ERROR, status.EXIT_TOOL_ERROR, status.EXIT_NOT_CALIBRATED,
+        status.EXIT_USAGE, status.EXIT_INTERRUPTED}
+    return [int(n) for n in LITERAL_EXIT_RE.findall(text) if int(n) in named - {0, 1}]
+
+
+class LiteralExitTest(unittest.TestCase):
+    def test_tools_name_their_exit_statuses(self):
+        lib = os.path.join(ROOT, "tools", "baremm_lib")
+        paths = [os.path.join(lib, n) for n in sorted(os.listdir(lib)) if n.endswith(".py")]
+        for path in paths + [os.path.join(ROOT, "tools", "baremm")]:
+            with open(path) as f:
+                self.assertEqual(literal_exits(f.read()), [], path)
+
+    def test_a_literal_is_caught(self):
+        self.assertEqual(literal_exits("        return 20\n    status = status or 2  # x\n"
+                                       "    sys.exit(130)\n"), [20, 2, 130])
+        self.assertEqual(literal_exits("    return 2 * lat\n    return 0\n    return 1\n"
+                                       "    return st.EXIT_USAGE\n"), [])
+
+
 class CfgTest(unittest.TestCase):
     def test_parse(self):
         text = """# comment

@@ -10,7 +10,8 @@ Both sides with zero spread (deterministic icount runs): any change is significa
 import csv
 import io
 
-from . import stats
+from . import stats, table
+from .figure import Figure
 
 MARK_SIG = "*"
 MARK_NOISE = "~"
@@ -68,7 +69,7 @@ class Comparison:
 
 
 def _group(r):
-    return (r["bench"], r["metric"], r["cpus"])
+    return Figure.of(r).group()
 
 
 def compare_sides(sides):
@@ -125,21 +126,21 @@ def compare_variants(label, results, machine=None):
 
 
 def _row(g, cells):
-    bench, metric, cpus = g
     unit = next(c["unit"] for c in cells if c)
     variants = [c["variant"] if c else None for c in cells]
     changes = [None]
     base = cells[0]
     for c in cells[1:]:
         changes.append(significance(base, c) if base and c else None)
-    name = "%s.%s cpus=%d" % (bench, metric, cpus)
     distinct = [v for v in dict.fromkeys(v for v in variants if v)]
-    if len(distinct) == 1 and distinct[0] != "default":
-        name += " [%s]" % distinct[0]
-    elif len(distinct) > 1:
-        name += " [%s]" % " -> ".join(v or "?" for v in variants)
-    return {"figure": name, "bench": bench, "metric": metric, "cpus": cpus, "unit": unit,
-            "variants": variants, "cells": cells, "changes": changes}
+    if len(distinct) == 1:
+        name = g.with_variant(distinct[0]).name()
+    elif distinct:      # a change from one variant to another is named by both
+        name = g.name() + " [%s]" % " -> ".join(v or "?" for v in variants)
+    else:
+        name = g.name()
+    return {"figure": name, "bench": g.bench, "metric": g.full_metric, "cpus": g.cpus,
+            "unit": unit, "variants": variants, "cells": cells, "changes": changes}
 
 
 def _change_str(ch):
@@ -199,10 +200,13 @@ def footer(cmp):
             + "; ".join(parts) + ".")
 
 
+def _columns(header):
+    """Numbers right-aligned; the figure's name, last, left-aligned."""
+    return table.columns(header, left=(len(header) - 1,))
+
+
 def format_text(cmp):
     header, body = table_rows(cmp)
-    ncol = len(header)
-    widths = [max(len(str(x[i])) for x in [header] + body) for i in range(ncol)]
     out = io.StringIO()
     for i, lab in enumerate(cmp.labels):
         m = cmp.machines[i] if i < len(cmp.machines) else None
@@ -213,19 +217,7 @@ def format_text(cmp):
     if cmp.mode == "variants":
         out.write("in-boot variants: each variant against the first variant of its figure\n")
     out.write("\n")
-
-    def line(cells):
-        parts = []
-        for i, c in enumerate(cells):
-            if i == ncol - 1:
-                parts.append(str(c))
-            else:
-                parts.append(str(c).rjust(widths[i]))
-        return "  ".join(parts).rstrip() + "\n"
-    out.write(line(header))
-    out.write(line(["-" * w for w in widths[:-1]] + ["-" * widths[-1]]))
-    for row in body:
-        out.write(line(row))
+    out.write(table.text(_columns(header), body, rule=True))
     out.write("\n" + footer(cmp) + "\n")
     return out.getvalue()
 
@@ -240,14 +232,7 @@ def format_markdown(cmp):
         out.write("\n")
     else:
         out.write("In-boot variants: each variant against the first variant of its figure.\n\n")
-
-    def esc(s):
-        return str(s).replace("|", "\\|")
-    out.write("| " + " | ".join(esc(h) for h in header) + " |\n")
-    out.write("|" + "|".join("---:" if i < len(header) - 1 else "---"
-                             for i in range(len(header))) + "|\n")
-    for row in body:
-        out.write("| " + " | ".join(esc(c) for c in row) + " |\n")
+    out.write(table.markdown(_columns(header), body) + "\n")
     out.write("\n" + footer(cmp) + "\n")
     return out.getvalue()
 
@@ -297,12 +282,7 @@ def results_table(results):
     rows = [[r["bench"], r["variant"], str(r["cpus"]), r["metric"], fmt_num(r["median"]),
              fmt_num(round(r["pstddev"], 2)), fmt_num(r["min"]), fmt_num(r["max"]), r["unit"],
              str(r["runs"])] for r in results]
-    widths = [max(len(x[i]) for x in [head] + rows) for i in range(len(head))]
-    lines = []
-    for row in [head] + rows:
-        lines.append("  ".join(c.ljust(widths[i]) if i in (0, 1, 3, 8) else c.rjust(widths[i])
-                               for i, c in enumerate(row)).rstrip())
-    return "\n".join(lines) + "\n"
+    return table.text(table.columns(head, left=(0, 1, 3, 8)), rows)
 
 
 def has_variants(results):

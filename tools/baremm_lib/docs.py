@@ -28,7 +28,8 @@ import os
 import re
 import sys
 
-from . import compare, experiment as ex, panel, perfcheck, runner, sweep, verdict
+from . import compare, experiment as ex, panel, perfcheck, runner, sweep, table, verdict
+from .figure import Figure
 
 DATA_DIR = os.path.join("docs", "data")
 BEGIN = "<!-- BEGIN generated %s: tools/baremm docs writes this block; do not edit -->"
@@ -58,15 +59,6 @@ def _stamp(build, problems, what):
     return "build `%s` (clean tree)" % build
 
 
-def md_table(head, rows, left=1):
-    """A markdown table; the first `left` columns are left-aligned, the rest right."""
-    out = ["| " + " | ".join(head) + " |",
-           "|" + "|".join("---" if i < left else "---:" for i in range(len(head))) + "|"]
-    for r in rows:
-        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
-    return "\n".join(out)
-
-
 def _num(v):
     return compare.fmt_num(v)
 
@@ -79,20 +71,19 @@ def gen_baseline(root, problems):
     g = b.get("git", {})
     build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
     rows = []
-    for name in sorted(b["figures"]):
-        f = b["figures"][name]
-        entry, fig = name.split(": ", 1)
+    for fig, f in perfcheck.by_name(perfcheck.baseline_figures(b)):
         unit = "instructions" if f["unit"] == "cycles" else f["unit"]
-        rows.append(["`%s`" % entry, "`%s`" % fig, _num(f["median"]), unit, f["runs"]])
+        rows.append(["`%s`" % fig.entry, "`%s`" % fig.name(), _num(f["median"]), unit,
+                     f["runs"]])
     head = "Source: `%s`, %s; %s; %s. %d figures, each the median of its runs." % (
         perfcheck.BASELINE, _stamp(build, problems, perfcheck.BASELINE),
         b.get("qemu_version", "QEMU ?"), b.get("compiler", "compiler ?"), len(rows))
-    return head + "\n\n" + md_table(["perf.cfg entry", "figure", "median / op", "unit",
-                                     "runs"], rows, left=2)
+    return head + "\n\n" + table.markdown(table.columns(
+        ["perf.cfg entry", "figure", "median / op", "unit", "runs"], left=(0, 1)), rows)
 
 
 # baremm figure of the baseline for each Linux reference row
-LINUX_ROWS = (
+LINUX_ROWS = tuple((what, key, Figure.parse(ours) if ours else None) for what, key, ours in (
     ("page fault, 8 MiB anonymous, map/unmap amortised (per fault)", "pf1 8MiB",
      "vm-1cpu: vm.page_fault1.fault cpus=1"),
     ("fork + exit of a 1 GiB sparse space (per table)", "sparse_fork gib=1,slot=0",
@@ -106,22 +97,23 @@ LINUX_ROWS = (
     ("the same, 16 GiB (per table)", "sparse_munmap gib=16,slot=0",
      "vm-1cpu: vm.sparse_tables_munmap.table[gib:16] cpus=1"),
     ("fork + exit + wait of a tiny process (per fork)", "fork_empty -", None),
-)
+))
 
 
 def gen_linux(root, problems):
     ref = _load(os.path.join(root, "tools", "linux-ref", "reference.json"))
     b = _load(os.path.join(root, perfcheck.BASELINE))
+    figs = perfcheck.baseline_figures(b)
     mx, er = ref["sets"]["max"], ref["sets"]["erms-off"]
     rows = []
     for what, key, ours in LINUX_ROWS:
         lm, le = mx["figures"][key], er["figures"][key]
-        o = b["figures"].get(ours) if ours else None
+        o = figs.get(ours) if ours else None
         if ours and o is None:
             problems.append("linux-vs-baremm: %s is not in the baseline" % ours)
         om = o["median"] if o else None
         rows.append([what, "`%s`" % key, _num(lm), _num(le),
-                     "`%s` %s" % (ours.split(": ", 1)[1], _num(om)) if o else "-",
+                     "`%s` %s" % (ours.name(), _num(om)) if o else "-",
                      "%.2f" % (om / lm) if o else "-", "**%.2f**" % (om / le) if o else "-"])
     g = b.get("git", {})
     build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
@@ -130,9 +122,9 @@ def gen_linux(root, problems):
                 ref["kernel"], ref["qemu"], ref["mode"], mx["command"], er["command"],
                 perfcheck.BASELINE, _stamp(build, problems, "linux-vs-baremm"),
                 ref["unit"]))
-    return head + "\n\n" + md_table(
+    return head + "\n\n" + table.markdown(table.columns(
         ["work (op)", "Linux figure", "Linux, -cpu max", "Linux -erms (rep stosq)",
-         "baremm", "baremm / Linux", "baremm / Linux -erms"], rows, left=2)
+         "baremm", "baremm / Linux", "baremm / Linux -erms"], left=(0, 1)), rows)
 
 
 def gen_linux_model(root, problems):
@@ -152,12 +144,13 @@ def gen_linux_model(root, problems):
                        % (prof, prof, prof))
             continue
         b = _load(bpath)
+        figs = perfcheck.baseline_figures(b)
         g = b.get("git", {})
         build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
         rows = []
         for what, key, ours in LINUX_ROWS:
             lm = lset["figures"].get(key)
-            o = b["figures"].get(ours) if ours else None
+            o = figs.get(ours) if ours else None
             if ours and o is None:
                 problems.append("linux-vs-baremm-model: %s is not in %s" % (ours, bpath))
             if lm is None:
@@ -165,14 +158,15 @@ def gen_linux_model(root, problems):
             om = o["median"] if o else None
             instr = ref["sets"][ref["reference_set"]]["figures"].get(key)
             rows.append([what, "`%s`" % key, _num(lm), "%.2f" % (lm / instr) if instr else "-",
-                         "`%s` %s" % (ours.split(": ", 1)[1], _num(om)) if o else "-",
+                         "`%s` %s" % (ours.name(), _num(om)) if o else "-",
                          "**%.2f**" % (om / lm) if o else "-"])
         out.append("**Profile %s.** Linux: `%s`. baremm: `%s`, %s. Unit: model cycles per "
                    "operation." % (prof, lset["command"], perfcheck.model_baseline(prof),
                                    _stamp(build, problems, perfcheck.model_baseline(prof))))
-        out.append(md_table(["work (op)", "Linux figure", "Linux, model cycles",
-                             "Linux cycles per -erms instruction", "baremm, model cycles",
-                             "baremm / Linux"], rows, left=2))
+        out.append(table.markdown(table.columns(
+            ["work (op)", "Linux figure", "Linux, model cycles",
+             "Linux cycles per -erms instruction", "baremm, model cycles", "baremm / Linux"],
+            left=(0, 1)), rows))
     return "\n\n".join(out)
 
 
@@ -214,8 +208,8 @@ def seed_block(exp, s, icount, problems, path, model=None):
     else:
         out.append("(no figures in the saved run)")
     for head, rows in ex.event_tables(exp, results):
-        out.append("Events per operation, `%s`:\n\n%s" % (head[0], md_table(
-            ["event"] + ["`%s`" % h for h in head[1:]], rows)))
+        out.append("Events per operation, `%s`:\n\n%s" % (head[0], table.markdown(
+            table.columns(["event"] + ["`%s`" % h for h in head[1:]], left=(0,)), rows)))
     v = ex.Analysis(exp, results, icount, m, model=model).verdict()
     out.append("Verdict: **%s**. %s" % (v["agree"], v["text"]))
     return "\n\n".join(out)

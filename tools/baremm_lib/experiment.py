@@ -15,7 +15,8 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
 
-from . import compare, perfcheck, plot as plotmod, runner, verdict
+from . import compare, perfcheck, plot as plotmod, runner, status as st, table, verdict
+from .figure import Figure, format_variant
 
 
 @dataclass(frozen=True)
@@ -101,15 +102,17 @@ def value_of(r, opt):
 
 
 def group_by_value(results, opt, metric=None):
-    """[(group, {value: result})] in first-seen order; group = (bench, metric, cpus)."""
+    """[(group, {value: result})] in first-seen order; group: the results' Figure without
+    its variant (Figure.group)."""
     order, groups = [], {}
     for r in results:
-        if metric and r["metric"].split("[")[0] != metric:
+        fig = Figure.of(r)
+        if metric and fig.metric != metric:
             continue
         v = value_of(r, opt)
         if v is None:
             continue
-        g = (r["bench"], r["metric"], r["cpus"])
+        g = fig.group()
         if g not in groups:
             groups[g] = {}
             order.append(g)
@@ -171,7 +174,7 @@ def event_tables(exp, results, all_events=False):
     experiment's key events come first, then every other event that differs by more than
     5 % between values (all of them with all_events)."""
     tables = []
-    for (bench, metric, cpus), byv in group_by_value(results, exp.variant, exp.metric):
+    for g, byv in group_by_value(results, exp.variant, exp.metric):
         vals = [v for v in exp.values if v in byv] + [v for v in byv if v not in exp.values]
         names = [e for e in exp.key_events if any(e in byv[v]["events"] for v in vals)]
         others = set()
@@ -187,8 +190,7 @@ def event_tables(exp, results, all_events=False):
             rows.append(["ops/s per CPU"] + [fmt_ev(ops_per_s(byv[v])) for v in vals])
         for e in names:
             rows.append([e] + [fmt_ev(byv[v]["events"].get(e, 0.0)) for v in vals])
-        head = ["%s.%s cpus=%d" % (bench, metric, cpus)] + \
-            ["%s:%s" % (exp.variant, v) for v in vals]
+        head = [g.name()] + [format_variant({exp.variant: v}) for v in vals]
         tables.append((head, rows))
     return tables
 
@@ -197,10 +199,7 @@ def events_table(exp, results, all_events=False):
     """event_tables() as aligned text."""
     out = []
     for head, rows in event_tables(exp, results, all_events):
-        widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-        for r in [head] + rows:
-            out.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i])
-                                 for i, c in enumerate(r)).rstrip())
+        out += table.text_lines(table.columns(head, left=(0,)), rows)
         out.append("")
     if not out:
         return "(no figures with the variant %s)\n" % exp.variant
@@ -210,7 +209,7 @@ def events_table(exp, results, all_events=False):
 def selected(exp, results):
     """The results that carry the experiment's variant (and metric)."""
     return [r for r in results if value_of(r, exp.variant) is not None
-            and (not exp.metric or r["metric"].split("[")[0] == exp.metric)]
+            and (not exp.metric or Figure.of(r).metric == exp.metric)]
 
 
 # ---------------------------------------------------------------- the five
@@ -427,7 +426,7 @@ def merge_boot_results(exp, boots):
                 vs = dict(r.get("variants", {}))
                 vs[exp.variant] = value
                 r["variants"] = vs
-                r["variant"] = ",".join("%s:%s" % kv for kv in vs.items())
+                r["variant"] = format_variant(vs)
             out.append(r)
     return out
 
@@ -516,7 +515,7 @@ def run_one(exp, a, top, out=sys.stdout):
             out.write("baremm: wrote %s (%d series)\n" % (path, len(info["series"])))
         except plotmod.PlotError as e:
             out.write("baremm: no plot: %s\n" % e)
-            status = status or 20
+            status = status or st.EXIT_TOOL_ERROR
     return summary, status
 
 
@@ -551,10 +550,7 @@ def summary_table(summaries):
         rows.append([s["id"], ("model:" + s["model"]) if s.get("model") else
                      "icount" if s["icount"] else "tcg", s["verdict"]["ours"],
                      exp.thread_line(), s["verdict"]["agree"]])
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()
-             for r in [head] + [["-" * w for w in widths]] + rows]
-    return "\n".join(lines) + "\n"
+    return table.text(table.columns(head, left=range(len(head))), rows, rule=True)
 
 
 def main(a, out=sys.stdout):
@@ -562,7 +558,7 @@ def main(a, out=sys.stdout):
     for i in ids:
         if i not in EXPERIMENTS:
             sys.stderr.write("baremm: no experiment %r (000-004 or all)\n" % i)
-            return 2
+            return st.EXIT_USAGE
     a._ids = ids
     try:
         if not a.no_build:
@@ -583,9 +579,9 @@ def main(a, out=sys.stdout):
                     out.write("baremm: experiment %s has no second-opinion benchmark\n" % i)
                     continue
                 exp = exp.alternative()
-            s, st = run_one(exp, a, top, out)
+            s, rc = run_one(exp, a, top, out)
             summaries.append(s)
-            status = status or st
+            status = status or rc
             out.write("\n")
     finally:
         perfcheck.remove_copy(getattr(a, "_iso", None))

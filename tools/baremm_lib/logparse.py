@@ -6,7 +6,8 @@ and contributes no number; a log without BAREMM-END is reported as truncated.
 """
 import re
 
-from . import ktap as ktapmod
+from . import figure as figmod, ktap as ktapmod
+from .figure import Figure
 from .status import KERNEL_CODES
 
 ANSI_RE = re.compile(
@@ -122,23 +123,16 @@ def to_number(val, key, integer=False):
 
 def parse_variant(s):
     """`default` -> {}; `opt:val,opt2:val2` -> dict (insertion ordered)."""
-    if s == "default":
-        return {}
-    out = {}
-    for part in s.split(","):
-        if ":" not in part or not part.split(":", 1)[0]:
-            raise ParseError("variant=%r: expected 'default' or opt:val[,opt:val...]" % s)
-        k, v = part.split(":", 1)
-        if k in out:
-            raise ParseError("variant=%r names option %r twice" % (s, k))
-        out[k] = v
-    return out
+    try:
+        return figmod.parse_variant(s)
+    except ValueError as e:
+        raise ParseError(str(e))
 
 
 def metric_with_case(kv):
     """A benchmark with parameters prints case=<name>:<value>; each case is its own figure,
     so the case is folded into the metric name (metric[name:value]) for grouping."""
-    return "%s[%s]" % (kv["metric"], kv["case"]) if "case" in kv else kv["metric"]
+    return figmod.fold_metric(kv["metric"], kv.get("case", ""))
 
 
 def parse_result(kv):
@@ -169,6 +163,10 @@ def parse_result(kv):
         raise ParseError("runs=%d: must be at least 1" % r["runs"])
     if r["stddev"] < 0 or r["pstddev"] < 0:
         raise ParseError("negative stddev")
+    try:
+        Figure.of(r)        # its name must parse back (tools print and key figures by it)
+    except ValueError as e:
+        raise ParseError(str(e))
     return r
 
 
@@ -180,18 +178,6 @@ def _check_result_consistency(r):
     if not (r["min"] <= r["mean"] <= r["max"]):
         w.append("mean %s outside [min %s, max %s]" % (r["mean"], r["min"], r["max"]))
     return w
-
-
-def figure_key(r):
-    return (r["bench"], r["metric"], r["cpus"], r["variant"])
-
-
-def figure_name(r, with_variant=True):
-    s = "%s.%s" % (r["bench"], r["metric"])
-    s += " cpus=%d" % r["cpus"]
-    if with_variant and r["variant"] != "default":
-        s += " [%s]" % r["variant"]
-    return s
 
 
 def parse_log(data, path=None):
@@ -422,12 +408,12 @@ def _merge_model(out, guest):
     model = [r for r in out["results"] if r["unit"] == MODEL_UNIT]
     by_key = {}
     for g in guest:
-        by_key.setdefault(figure_key(g), []).append(g)
+        by_key.setdefault(Figure.of(g), []).append(g)
     for r in model:
-        twins = by_key.get(figure_key(r))
+        twins = by_key.get(Figure.of(r))
         if not twins:
             out["warnings"].append({"line": r["line"], "message": "model figure %s has no guest "
-                                    "figure" % figure_name(r)})
+                                    "figure" % Figure.of(r).name()})
             continue
         g = twins.pop(0)
         for k, v in g["events"].items():
@@ -438,7 +424,7 @@ def _merge_model(out, guest):
         for g in rest:
             out["errors"].append({"line": g["line"], "message": "figure %s has no cost-model "
                                   "figure (was the plugin loaded for the whole run?)"
-                                  % figure_name(g)})
+                                  % Figure.of(g).name()})
     out["icount_results"] = guest
     out["results"] = model
 

@@ -27,6 +27,7 @@ import os
 import sys
 
 from . import modelcheck_smp, runner, status as st
+from .figure import split_metric
 
 TOLERANCE = 0.05            # relative
 CMDLINE = "bench=model.*"
@@ -61,8 +62,7 @@ def load_profile(path):
 
 def _case_value(r):
     """`metric[name:value]` -> int(value)."""
-    m = r["metric"]
-    return int(m[m.index("[") + 1:-1].split(":", 1)[1])
+    return int(split_metric(r["metric"])[1].partition(":")[2])
 
 
 def _figures(results, bench):

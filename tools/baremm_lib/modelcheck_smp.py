@@ -69,6 +69,7 @@ Use:
 import os
 
 from . import runner, verdict
+from .figure import Figure
 
 PINGPONG_TOL = 0.15     # |measured - expected| / expected
 IPI_TOL_LO = 0.03       # expected x (1 - IPI_TOL_LO) <= measured <= expected x (1 + IPI_TOL_HI)
@@ -169,7 +170,7 @@ def check_parts(results):
         if r.get("unit") != "model_cycles":
             continue
         m = verdict.parts_mismatch(r)
-        name = "%s.%s [%s]" % (r["bench"], r["metric"], r.get("variant"))
+        name = Figure.of(r).name()
         if m is None:
             fails.append("parts: %s carries no part.* fields" % name)
         elif abs(m) > verdict.PARTS_TOL:

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from . import runner, status as st
+from . import runner, status as st, table as tab
 
 ROOT = runner.ROOT
 NATIVE_DIR = os.path.join(ROOT, "tools", "native")
@@ -421,21 +421,31 @@ def _f(x, fmt="%.1f"):
     return "-" if x is None else fmt % x
 
 
+# fixed widths: the rows of panels with other hosts and profiles line up with each other
+TABLE_COLUMNS = [tab.Column("row", tab.LEFT, 15), tab.Column("group", tab.LEFT, 5),
+                 tab.Column("cpus", width=4), tab.Column("insns/op", width=10),
+                 tab.Column("native min", width=12), tab.Column("native med", width=12),
+                 tab.Column("spread", width=7), tab.Column("model", width=12),
+                 tab.Column("model/nat", width=8), tab.Column("IPCnat", width=6),
+                 tab.Column("IPCmod", width=6)]
+
+
 def table(data, out=sys.stdout):
     p = out.write
     p("native panel: host %s, core %.3f GHz (TSC %.3f GHz x %.4f), model profile %s\n" % (
         data["host"].get("cpu", "?"), data["host"]["core_ghz"], data["host"]["tsc_ghz"],
         data["host"]["core_per_tsc"], data["profile"]))
-    p("%-15s %-5s %4s %10s %12s %12s %7s %12s %8s %6s %6s\n" % (
-        "row", "group", "cpus", "insns/op", "native min", "native med", "spread", "model", "model/nat",
-        "IPCnat", "IPCmod"))
+    cells, flags = [], []
     for r in data["rows"]:
-        flag = "" if r["native_trusted"] else "  SKIP: native minimum not repeated (%d of %d rounds within %d %%)" % (
-            r["native_repeats"], data["rounds"], REPEAT_WITHIN * 100)
-        p("%-15s %-5s %4d %10s %12s %12s %6.1f%% %12s %8s %6s %6s%s\n" % (
-            r["name"], r["group"], r["cpus"], _f(r["insns_per_op"]), _f(r["native_min"]),
-            _f(r["native_median"]), 100 * r["native_spread"], _f(r["model"]),
-            _f(r["ratio"], "%.2f"), _f(r["native_ipc"], "%.2f"), _f(r["model_ipc"], "%.2f"), flag))
+        flags.append("" if r["native_trusted"] else "  SKIP: native minimum not repeated (%d of %d rounds within %d %%)" % (
+            r["native_repeats"], data["rounds"], REPEAT_WITHIN * 100))
+        cells.append([r["name"], r["group"], r["cpus"], _f(r["insns_per_op"]), _f(r["native_min"]),
+                      _f(r["native_median"]), "%.1f%%" % (100 * r["native_spread"]), _f(r["model"]),
+                      _f(r["ratio"], "%.2f"), _f(r["native_ipc"], "%.2f"), _f(r["model_ipc"], "%.2f")])
+    lines = tab.text_lines(TABLE_COLUMNS, cells, sep=" ")
+    p(lines[0] + "\n")
+    for line, flag in zip(lines[1:], flags):
+        p(line + flag + "\n")
     p("cycles per op (native: core cycles, minimum of %d interleaved rounds; model: model cycles, "
       "median of the guest's runs)\n" % data["rounds"])
     s = data["summary"]
@@ -636,10 +646,7 @@ def gen_doc_block(root, problems):
                          _f(r["native_ipc"], "%.2f"), _f(r["model_ipc"], "%.2f")])
         head = ["row", "group", "CPUs", "instructions/op", "native cycles/op (min)",
                 "model cycles/op", "model/native", "IPC native", "IPC model"]
-        lines = ["| " + " | ".join(head) + " |",
-                 "|" + "|".join(["---"] * 3 + ["---:"] * 6) + "|"]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        out.append("\n".join(lines))
+        out.append(tab.markdown(tab.columns(head, left=(0, 1, 2)), rows))
         if s.get("rows"):
             out.append("model/native over %d trusted rows: geometric mean %.2f; within %.2f-%.2f: "
                        "%d; within %.2f-%.2f: %d.%s" % (

@@ -21,7 +21,8 @@ perf.cfg format (kvm-unit-tests style, like tests/qemu/matrix.cfg):
     tolerance.alloc.order0_pair.pair*=5   # per-figure override (glob over the name)
     repeat=2                              # boot twice: every figure must be identical
 
-A figure's name is `<entry>: <bench>.<metric> cpus=N [variant]`. An entry with repeat=N
+A figure's name is `<entry>: <bench>.<metric> cpus=N [variant]` (figure.Figure, whose
+format() gives the baseline's keys and parse() reads them back). An entry with repeat=N
 boots N times and fails (verdict DIFFERS) unless every figure's median, samples and
 event counts are identical in all boots: the check that deterministic mode stays
 deterministic (docs/OUTPUT.md section 7).
@@ -34,7 +35,8 @@ import shutil
 import subprocess
 import sys
 
-from . import cfg as cfgmod, logparse, runner
+from . import cfg as cfgmod, runner, table
+from .figure import Figure
 
 PERF_CFG = os.path.join("tests", "perf", "perf.cfg")
 BASELINE = os.path.join("tests", "perf", "baseline.json")
@@ -124,10 +126,6 @@ def remove_copy(iso):
         os.unlink(iso)
 
 
-def figure_id(entry_name, r):
-    return "%s: %s" % (entry_name, logparse.figure_name(r))
-
-
 def tolerance_for(entry, fig_name):
     """The entry's tolerance, or the last override whose glob matches the figure name
     (without the `<entry>: ` prefix)."""
@@ -139,26 +137,40 @@ def tolerance_for(entry, fig_name):
 
 
 def figures_of(entry, rec):
-    """{figure id: dict(median, unit, runs, pstddev, events)} for the entry's figures."""
+    """{Figure (with the entry): dict(median, unit, runs, pstddev, events)} for the
+    entry's figures."""
     out = {}
     for r in rec.get("results", []):
-        name = logparse.figure_name(r)
-        if not fnmatch.fnmatchcase(name, entry["figures"]):
+        fig = Figure.of(r, entry=entry["name"])
+        if not fnmatch.fnmatchcase(fig.name(), entry["figures"]):
             continue
-        out[figure_id(entry["name"], r)] = {
+        out[fig] = {
             "median": r["median"], "unit": r["unit"], "runs": r["runs"],
             "pstddev": r["pstddev"], "events": dict(r.get("events", {})),
-            "samples": r.get("samples"), "tolerance": tolerance_for(entry, name)}
+            "samples": r.get("samples"), "tolerance": tolerance_for(entry, fig.name())}
     return out
 
 
+def baseline_figures(baseline):
+    """{Figure: figure} of a loaded baseline (its keys are Figure.format() texts)."""
+    try:
+        return {Figure.parse(k): v for k, v in baseline.get("figures", {}).items()}
+    except ValueError as e:
+        raise PerfError("baseline: %s" % e)
+
+
+def by_name(figures):
+    """figures' items in the order of their names (the baseline's order)."""
+    return sorted(figures.items(), key=lambda kv: kv[0].format())
+
+
 def boots_differ(passes):
-    """[(figure, what, first boot's value, other boot's value)] for every figure whose
+    """[(Figure, what, first boot's value, other boot's value)] for every figure whose
     median, samples or events are not identical in all boots (passes: figures_of dicts)."""
     out = []
     first = passes[0]
     for p in passes[1:]:
-        for fid in sorted(set(first) | set(p)):
+        for fid in sorted(set(first) | set(p), key=Figure.format):
             a, b = first.get(fid), p.get(fid)
             if a is None or b is None:
                 out.append((fid, "figure", "present" if a else "missing",
@@ -180,26 +192,25 @@ def _val(v):
 
 
 def compare_figures(baseline, current, boot_failures=()):
-    """Rows (dict figure, base, new, pct, tol, verdict) and counts.
+    """Rows (dict figure: its name, id: its Figure, entry, base, new, pct, tol, verdict)
+    and counts; baseline and current: {Figure: figure}.
 
     verdict: pass (within tolerance), faster (cheaper by more than the tolerance; passes),
     SLOWER (fails), MISSING (in the baseline, not measured: fails), new (not in the
     baseline; passes), BOOT (its boot failed: fails)."""
     rows = []
     failed_entries = {e for e, _ in boot_failures}
-    for fid in sorted(set(baseline) | set(current)):
+    for fid in sorted(set(baseline) | set(current), key=Figure.format):
         b, c = baseline.get(fid), current.get(fid)
-        entry = fid.split(":", 1)[0]
+        row = {"figure": fid.format(), "id": fid, "entry": fid.entry}
         if c is None:
-            verdict = "BOOT" if entry in failed_entries else "MISSING"
-            rows.append({"figure": fid, "base": b["median"], "new": None, "pct": None,
-                         "tol": b.get("tolerance"), "verdict": verdict, "unit": b["unit"],
-                         "events": {}})
+            verdict = "BOOT" if fid.entry in failed_entries else "MISSING"
+            rows.append(dict(row, base=b["median"], new=None, pct=None, tol=b.get("tolerance"),
+                             verdict=verdict, unit=b["unit"], events={}))
             continue
         if b is None:
-            rows.append({"figure": fid, "base": None, "new": c["median"], "pct": None,
-                         "tol": c["tolerance"], "verdict": "new", "unit": c["unit"],
-                         "events": {}})
+            rows.append(dict(row, base=None, new=c["median"], pct=None, tol=c["tolerance"],
+                             verdict="new", unit=c["unit"], events={}))
             continue
         tol = c["tolerance"]
         pct = 100.0 * (c["median"] - b["median"]) / abs(b["median"]) if b["median"] else \
@@ -210,14 +221,15 @@ def compare_figures(baseline, current, boot_failures=()):
             verdict = "faster"
         else:
             verdict = "pass"
-        rows.append({"figure": fid, "base": b["median"], "new": c["median"], "pct": pct,
-                     "tol": tol, "verdict": verdict, "unit": c["unit"],
-                     "events": event_changes(b.get("events", {}), c.get("events", {}))})
+        rows.append(dict(row, base=b["median"], new=c["median"], pct=pct, tol=tol,
+                         verdict=verdict, unit=c["unit"],
+                         events=event_changes(b.get("events", {}), c.get("events", {}))))
     for entry, why in boot_failures:
-        if not any(r["figure"].split(":", 1)[0] == entry for r in rows):
-            rows.append({"figure": "%s: (boot)" % entry, "base": None, "new": None,
-                         "pct": None, "tol": None, "verdict": "BOOT", "unit": "",
-                         "events": {}, "why": why})
+        if not any(r["entry"] == entry for r in rows):
+            # no figure of the entry to show: a row for the boot itself
+            rows.append({"figure": "%s: (boot)" % entry, "id": None, "entry": entry,
+                         "base": None, "new": None, "pct": None, "tol": None,
+                         "verdict": "BOOT", "unit": "", "events": {}, "why": why})
     failed = sum(1 for r in rows if r["verdict"] in ("SLOWER", "MISSING", "BOOT"))
     return rows, {"passed": len(rows) - failed, "failed": failed}
 
@@ -250,11 +262,7 @@ def format_rows(rows):
                      "" if r["pct"] is None else "%+.2f%%" % r["pct"],
                      "" if r["tol"] is None else "%g%%" % r["tol"],
                      "%s (%s)" % (r["figure"], r["unit"] or "-")])
-    widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
-    lines = []
-    for row in [head, ["-" * w for w in widths]] + body:
-        lines.append("  ".join(c.ljust(widths[i]) if i in (0, 5) else c.rjust(widths[i])
-                               for i, c in enumerate(row)).rstrip())
+    lines = table.text_lines(table.columns(head, left=(0, 5)), body, rule=True)
     for r in rows:
         if r["verdict"] == "SLOWER" and r["events"]:
             lines.append("  %s: events per op that moved: %s" % (r["figure"], ", ".join(
@@ -358,7 +366,7 @@ def main(a, out=sys.stdout):
     if differ:
         out.write("NOT DETERMINISTIC: %d figures differ between boots:\n" % len(differ))
         for fid, what, x, y in differ:
-            out.write("FAIL %s: %s %s vs %s\n" % (fid, what, _val(x), _val(y)))
+            out.write("FAIL %s: %s %s vs %s\n" % (fid.format(), what, _val(x), _val(y)))
     elif a.repeat:
         out.write("deterministic: every figure identical in two boots (%d figures)\n"
                   % len(figures))
@@ -377,8 +385,8 @@ def main(a, out=sys.stdout):
                 "model": model,
                 "qemu_version": runner.qemu_version(), "compiler": compiler_version(),
                 "git": runner.git_info(), "config": os.path.relpath(cfg_path, runner.ROOT),
-                "figures": {k: {kk: v[kk] for kk in ("median", "unit", "runs", "events")}
-                            for k, v in sorted(figures.items())}}
+                "figures": {k.format(): {kk: v[kk] for kk in ("median", "unit", "runs", "events")}
+                            for k, v in by_name(figures)}}
         with open(base_path + ".tmp", "w") as f:
             json.dump(data, f, indent=2, sort_keys=False)
             f.write("\n")
@@ -390,9 +398,9 @@ def main(a, out=sys.stdout):
         if baseline.get(key) and baseline[key] != now:
             out.write("warning: baseline %s is %r, this machine has %r; instruction counts "
                       "may differ for that reason alone\n" % (key, baseline[key], now))
-    base_figs = baseline.get("figures", {})
+    base_figs = baseline_figures(baseline)
     if a.only:
-        base_figs = {k: v for k, v in base_figs.items() if k.split(":", 1)[0] in a.only}
+        base_figs = {k: v for k, v in base_figs.items() if k.entry in a.only}
     rows, counts = compare_figures(base_figs, figures, failures)
     counts = mark_differ(rows, counts, differ)
     out.write(format_rows(rows))
@@ -417,7 +425,7 @@ def mark_differ(rows, counts, differ):
     their comparison with the baseline said."""
     bad = {fid for fid, _, _, _ in differ}
     for r in rows:
-        if r["figure"] in bad and r["verdict"] in ("pass", "faster", "new"):
+        if r["id"] in bad and r["verdict"] in ("pass", "faster", "new"):
             r["verdict"] = "DIFFERS"
             counts = {"passed": counts["passed"] - 1, "failed": counts["failed"] + 1}
     return counts

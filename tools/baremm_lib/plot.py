@@ -7,6 +7,7 @@ import tempfile
 import textwrap
 
 from .compare import fmt_num
+from .figure import Figure
 
 
 class PlotError(Exception):
@@ -22,8 +23,7 @@ def _num(v):
 
 def case_param(r):
     """(name, value) of a benchmark case (case=<name>:<value>), or (None, None)."""
-    name, sep, value = r.get("case", "").partition(":")
-    return (name, value) if sep else (None, None)
+    return Figure.of(r).param
 
 
 def x_value(rec, r, key):
@@ -116,7 +116,7 @@ def collect(records, xkey, bench=None, metric=None):
             rest = ",".join("%s:%s" % kv for kv in r.get("variants", {}).items() if kv[0] != xkey)
             name = r["metric"]
             if case_param(r)[0] == xkey:	# the case is the x axis: one series for all cases
-                name = name.split("[", 1)[0]
+                name = Figure.of(r).metric
             label = "%s.%s%s" % (r["bench"], name, (" [%s]" % rest) if rest else "")
             if xkey != "cpus":
                 label += " cpus=%d" % r["cpus"]

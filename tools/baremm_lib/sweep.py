@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from . import plot as plotmod, runner
+from . import plot as plotmod, runner, status as st, table as tab
 
 CASES_PROTOCOL = "1,0"
 BOOTS = (
@@ -88,7 +88,6 @@ def _ev(r, name):
 
 def table(data, problems=None):
     """docs/TLB.md's table (markdown) from a saved sweep."""
-    from .docs import md_table
     problems = problems if problems is not None else []
     seq, conc = {"tlb_protocol": "sequential"}, {"tlb_protocol": "concurrent"}
     off, on = {"tlb_early_ack": "off"}, {"tlb_early_ack": "on"}
@@ -129,7 +128,7 @@ def table(data, problems=None):
             "full flush sequential", "full flush concurrent",
             "initiator's wait cycles per flush (`ev.model_wait_cycles`), seq / conc / early ack",
             "waits per flush (`ev.model_wait`), conc / early ack"]
-    return md_table(head, rows), psd
+    return tab.markdown(tab.columns(head, left=(0,)), rows), psd
 
 
 def render(data, problems):
@@ -217,11 +216,11 @@ def main(a, out=sys.stdout):
         lo, hi = int(lo), int(hi or lo)
     except ValueError:
         sys.stderr.write("shootdown-sweep: --cpus expects A-B (got %r)\n" % a.cpus)
-        return 2
+        return st.EXIT_USAGE
     if not 2 <= lo <= hi:
         sys.stderr.write("shootdown-sweep: --cpus needs 2 <= A <= B (a shootdown needs a "
                          "remote CPU)\n")
-        return 2
+        return st.EXIT_USAGE
     cmd = "tools/baremm shootdown-sweep --model %s" % a.model
     if os.environ.get("BAREMM_MODEL_ARGS"):
         cmd = "BAREMM_MODEL_ARGS=%s %s" % (os.environ["BAREMM_MODEL_ARGS"], cmd)

@@ -294,10 +294,6 @@ def pct_s(p):
     return "%+.2f%%" % p if abs(p) < 10 else "%+.1f%%" % p
 
 
-def case_of(metric):
-    return metric.split("[", 1)[1].rstrip("]") if "[" in metric else ""
-
-
 def unit_of(r, icount):
     """The figure's unit: instructions under icount (the TSC counts them), else the unit
     of its RESULT line (cycles, model_cycles ...)."""
@@ -313,14 +309,15 @@ def decide(exp, groups, icount, model=None):
     """The verdict of one experiment run. exp has .thread (MailThread), .variant, .op (what
     one of our operations is), .explain (events quoted), .linux (LinuxCost or None),
     .linux_none (why there is none), .cost (the two values whose time difference is
-    projected onto Linux), .icount_note. groups: [((bench, metric, cpus), {value: r})]."""
+    projected onto Linux), .icount_note. groups: [(Figure without its variant,
+    {value: r})] (experiment.group_by_value)."""
     th = exp.thread
     judged, claims_out = [], []
     for c in th.claims:
         if not c.applies(icount, model):
             continue
-        for (bench, metric, cpus), byv in groups:
-            case = case_of(metric)
+        for g, byv in groups:
+            case = g.case
             if c.cases is not None and case not in c.cases:
                 continue
             ra, rb = byv.get(c.values[0]), byv.get(c.values[1])
@@ -348,13 +345,13 @@ def decide(exp, groups, icount, model=None):
                         "be checked." % (exp.variant, " and ".join(exp.values[:2]))}
     agree = combine(judged)
     linux_out = []
-    for (bench, metric, cpus), byv in groups:
+    for g, byv in groups:
         ra, rb = byv.get(exp.cost[0]), byv.get(exp.cost[1])
         if ra is None or rb is None:
             continue
         e = effect_of(ra, rb, "time", unit_of(ra, icount))
         p = projection(e, exp.linux, ra, model=model)
-        linux_out.append({"case": case_of(metric), "cpus": cpus, "base": e.base,
+        linux_out.append({"case": g.case, "cpus": g.cpus, "base": e.base,
                           "new": e.new, "delta": e.delta, "delta_lo": e.lo,
                           "delta_hi": e.hi, "unit": e.unit, "exact": e.exact,
                           "projection": p})
@@ -368,7 +365,7 @@ def decide(exp, groups, icount, model=None):
 
 def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
     th = exp.thread
-    cpus = sorted({g[2] for g, _ in groups})
+    cpus = sorted({g.cpus for g, _ in groups})
     out = ["The thread (%s) measured %s." % (
         th.workload, "; ".join(c.describe() for c in th.claims))]
     here = "Here one operation is %s, on %s, in %s" % (
@@ -400,7 +397,7 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
                "ours is in the thread's class (docs/EXPERIMENTS.md)."
                % claims_out[0]["min_effect_pct"])
     evs = []
-    for (bench, metric, cpus_), byv in groups[:1]:
+    for _, byv in groups[:1]:
         vals = [v for v in exp.values if v in byv]
         for e in exp.explain:
             xs = [ev(byv[v], e) for v in vals]
@@ -463,7 +460,7 @@ def model_breakdown(ra, rb):
 def model_sentences(exp, groups, model):
     """Where the model's cycles per operation went, and the counts that moved."""
     out = []
-    for (bench, metric, cpus), byv in groups[:1]:
+    for _, byv in groups[:1]:
         ra, rb = byv.get(exp.cost[0]), byv.get(exp.cost[1])
         if ra is None or rb is None:
             continue
