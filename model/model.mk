@@ -2,10 +2,11 @@
 # and its host unit test (registered in HOST_TESTS, run by make host-test).
 MODEL_SO := $(BUILD)/model/costmodel.so
 MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c model/ident.c
+MODEL_CORE += model/clock.c model/coherence.c model/protocol.c
 MODEL_SRCS := model/costmodel.c $(MODEL_CORE)
 MODEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I.
 
-$(MODEL_SO): $(MODEL_SRCS) $(wildcard model/*.h) model/model.mk
+$(MODEL_SO): $(MODEL_SRCS) $(wildcard model/*.h) arch/x86_64/costmodel.h kernel/math.h model/model.mk
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
 	@$(HOSTCC) $(MODEL_CFLAGS) -shared -o $@ $(MODEL_SRCS)
