@@ -17,3 +17,6 @@ model: $(MODEL_SO)
 
 HOST_TESTS += costmodel
 costmodel_SRCS := model/test_model.c $(MODEL_CORE)
+
+HOST_TESTS += coherence
+coherence_SRCS := model/test_coherence.c model/coherence.c model/clock.c model/cache.c model/ident.c
