@@ -35,10 +35,10 @@ DEFINE_OPTION_STRING(opt_cases, "cases", NULL,
 DEFINE_OPTION_STRING(opt_ab, "ab", NULL,
 		     "compare values of a variant option in one boot, interleaved: ab=<option>:<v1>,<v2>[,...]");
 
-#define MAX_RUNS 1000
+#define MAX_RUNS MODEL_MAX_RUNS	/* the plugin sizes its tables by it */
 #define MAX_COUNTS 64	/* bench_cpus= values and cases= values */
 static bool bench_skipped;	/* run_bench: nothing measured, the reason printed */
-#define MAX_VARIANTS 4
+#define MAX_VARIANTS MODEL_MAX_VARIANTS
 #define MAX_SUMMARY 256
 
 struct variant_set {

@@ -1,8 +1,11 @@
 /*
- * The cost model's parts that do not depend on QEMU: the profile (profile.c), the caches
- * (cache.c), the TLBs (tlb.c), the x86 instruction classifier (decode.c) and the table
- * that tells vCPUs apart, with who a logical IPI reaches (ident.c). The plugin
- * glue (costmodel.c) wires them to QEMU; the host test (test_model.c) tests them alone.
+ * The cost model's building blocks that do not depend on QEMU: the profile (profile.c),
+ * the caches (cache.c), the TLBs (tlb.c), the x86 instruction classifier (decode.c) and
+ * the table that tells vCPUs apart, with who a logical IPI reaches (ident.c); the host
+ * test test_model.c tests them alone. The rooms built on them have their own headers:
+ * clock.h (events, parts, a CPU's clock), coherence.h (across CPUs: directory, waits,
+ * IPIs; tested by test_coherence.c) and protocol.h (the guest's markers and the output
+ * lines). The plugin glue (costmodel.c) wires them all to QEMU.
  */
 #ifndef BAREMM_MODEL_H
 #define BAREMM_MODEL_H

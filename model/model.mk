@@ -2,10 +2,11 @@
 # and its host unit test (registered in HOST_TESTS, run by make host-test).
 MODEL_SO := $(BUILD)/model/costmodel.so
 MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c model/ident.c
+MODEL_CORE += model/clock.c model/coherence.c model/protocol.c
 MODEL_SRCS := model/costmodel.c $(MODEL_CORE)
 MODEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I.
 
-$(MODEL_SO): $(MODEL_SRCS) $(wildcard model/*.h) model/model.mk
+$(MODEL_SO): $(MODEL_SRCS) $(wildcard model/*.h) arch/x86_64/costmodel.h kernel/math.h model/model.mk
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
 	@$(HOSTCC) $(MODEL_CFLAGS) -shared -o $@ $(MODEL_SRCS)
@@ -16,3 +17,6 @@ model: $(MODEL_SO)
 
 HOST_TESTS += costmodel
 costmodel_SRCS := model/test_model.c $(MODEL_CORE)
+
+HOST_TESTS += coherence
+coherence_SRCS := model/test_coherence.c model/coherence.c model/clock.c model/cache.c model/ident.c

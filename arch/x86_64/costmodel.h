@@ -18,13 +18,22 @@
 #ifndef BAREMM_ARCH_COSTMODEL_H
 #define BAREMM_ARCH_COSTMODEL_H
 
-/* Commands (the plugin's decoder in model/ uses the same numbers). */
+/* Commands (the plugin's protocol, model/protocol.c, takes these definitions). */
 #define MODEL_REGION_BEGIN 0x0001	/* this CPU enters a timed region */
 #define MODEL_REGION_END 0x0002		/* ... and leaves it; regions of one round add up */
 #define MODEL_SAMPLE 0x0003		/* rdi = ops this CPU did this round */
 #define MODEL_ROUND 0x0004		/* rdi = variant index, rsi = 1 for a warm-up round */
 #define MODEL_FIGURE 0x0005		/* rdi = key string, rsi = its length, rdx = variant index */
 #define MODEL_HELLO 0x0006		/* once at boot: the plugin states its profile */
+
+/* The harness's limits (bench/harness.c), which the plugin's tables are sized by: at most
+ * MODEL_MAX_RUNS runs per figure and variant indexes below MODEL_MAX_VARIANTS. */
+#define MODEL_MAX_RUNS 1000
+#define MODEL_MAX_VARIANTS 4
+
+/* The plugin (model/) includes this header for the numbers alone; it may be built for a
+ * host that is no x86. */
+#if defined(__x86_64__)
 
 /* Two levels so that the command macro is expanded before it is spelled as a number. */
 #define MODEL_MARK_INSN_(cmd) ".byte 0x0f, 0x1f, 0x80, (" #cmd ") & 0xff, (" #cmd ") >> 8, 0x4d, 0x4d"
@@ -47,5 +56,6 @@ static inline void model_figure(const char *key, unsigned long len, unsigned var
 	model_mark3(MODEL_FIGURE, key, len, variant);
 }
 static inline void model_hello(void) { model_mark3(MODEL_HELLO, 0, 0, 0); }
+#endif
 
 #endif

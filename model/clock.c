@@ -1,0 +1,73 @@
+/*
+ * The clock of one CPU from its account (clock.h): an in-order core, base_cpi per
+ * instruction plus what the penalties, the memory accesses, waits and IPIs add.
+ */
+#include "model/clock.h"
+
+const char *const ev_names[NR_MEV] = {
+	"l1d_miss", "l2_miss", "llc_miss", "dtlb_miss", "stlb_miss", "walk", "walk_cycles",
+	"atomic", "serialise", "iret", "rep_lines", "walk_fail", "coh_inval", "invlpg",
+	"cr3_write", "tlb_flush_all", "fence", "pause", "hlt", "io", "mem_access",
+	"c2c_transfer", "c2c_remote", "rfo_inval", "wait", "wait_cycles", "ipi_sent", "ipi_wait_cycles",
+	"cyc_cache", "cyc_tlb", "cyc_rep",
+	"insns", "cyc_pen", "cyc_io",
+	"ipi_behind", "ipi_behind_cycles",
+	"llc_remote",
+};
+
+const char *const part_names[NR_PART] = {
+	"insns", "penalties", "cache", "tlb", "rep", "io", "wait", "ipi",
+};
+
+const int part_ev[NR_PEV] = { EV_INSNS, EV_CYC_PEN, EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP, EV_CYC_IO };
+
+static u64 base_cpi_x100;
+
+void clock_init(const struct profile *p)
+{
+	base_cpi_x100 = p->base_cpi_x100;
+}
+
+u64 acct_clock(const struct cpu_acct *a, const struct tb_counts *tail)
+{
+	u64 insns = a->insns + a->rep_execs, pen = a->pen;
+	if (tail) {
+		insns -= tail->insns;
+		pen -= tail->pen;
+	}
+	return insns * base_cpi_x100 + (pen + a->cyc) * 100 + (u64)a->adj;
+}
+
+void acct_events(const struct cpu_acct *a, u64 ev[NR_MEV], const struct tb_counts *tail)
+{
+	for (int e = 0; e < NR_MEV; e++)
+		ev[e] = a->ev[e] - (tail ? tail->ev[e] : 0);
+	if (tail) {
+		ev[EV_INSNS] -= tail->insns;
+		ev[EV_CYC_PEN] -= tail->pen;
+	}
+}
+
+void acct_parts(const struct cpu_acct *a, int64_t p[NR_PART], const struct tb_counts *tail)
+{
+	u64 ev[NR_MEV];
+	acct_events(a, ev, tail);
+	p[PT_INSNS] = (int64_t)(ev[EV_INSNS] * base_cpi_x100);
+	p[PT_PEN] = (int64_t)ev[EV_CYC_PEN] * 100;
+	p[PT_CACHE] = (int64_t)ev[EV_CYC_CACHE] * 100;
+	p[PT_TLB] = (int64_t)ev[EV_CYC_TLB] * 100;
+	p[PT_REP] = (int64_t)ev[EV_CYC_REP] * 100;
+	p[PT_IO] = (int64_t)ev[EV_CYC_IO] * 100;
+	p[PT_WAIT] = a->part_wait;
+	p[PT_IPI] = a->part_ipi;
+}
+
+void acct_clock_set(struct cpu_acct *a, u64 t, int part)
+{
+	a->adj += (int64_t)t - (int64_t)acct_clock(a, NULL);
+	int64_t p[NR_PART], sum = 0;
+	acct_parts(a, p, NULL);
+	for (int k = 0; k < NR_PART; k++)
+		sum += p[k];
+	*(part == PT_IPI ? &a->part_ipi : &a->part_wait) += (int64_t)t - sum;
+}
