@@ -40,6 +40,12 @@ struct profile {
 	/* across CPUs: a line another CPU holds modified, within a socket and across sockets;
 	 * CPU n sits on socket (n / cores_per_socket) % sockets */
 	u64 c2c_lat, c2c_remote_lat, sockets, cores_per_socket;
+	/* the out-of-order core (core.h): widths and window sizes in (fused) uops or entries,
+	 * the branch mispredict penalty and execution latencies in cycles, and the L2 stream
+	 * prefetcher (lines ahead once a stream is found, 0 = none; streams tracked) */
+	u64 core_width, rob_size, load_buffer, store_buffer, fill_buffers, mispredict;
+	u64 lat_imul, lat_div, lat_vec, lat_fp, lat_fpdiv;
+	u64 prefetch_lines, prefetch_streams;
 };
 
 /* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */

@@ -1,7 +1,7 @@
 # The cost model (docs/COSTMODEL.md): a QEMU TCG plugin built as build/model/costmodel.so,
 # and its host unit test (registered in HOST_TESTS, run by make host-test).
 MODEL_SO := $(BUILD)/model/costmodel.so
-MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c model/ident.c
+MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c model/ident.c model/core.c
 MODEL_CORE += model/clock.c model/coherence.c model/protocol.c
 MODEL_SRCS := model/costmodel.c $(MODEL_CORE)
 MODEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I.
@@ -20,3 +20,19 @@ costmodel_SRCS := model/test_model.c $(MODEL_CORE)
 
 HOST_TESTS += coherence
 coherence_SRCS := model/test_coherence.c model/coherence.c model/clock.c model/cache.c model/ident.c
+
+HOST_TESTS += core
+core_SRCS := model/test_core.c model/core.c model/profile.c
+
+# The core's speed: 100M synthetic instructions through core_insn, optimised like the
+# plugin (not the sanitised host-test build). make core-bench prints ns per instruction.
+CORE_BENCH := $(BUILD)/model/bench_core
+$(CORE_BENCH): model/bench_core.c model/core.c model/core.h model/model.h model/model.mk
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(HOSTCC) -std=gnu11 -O2 -Wall -Wextra -Werror -I. -o $@ model/bench_core.c model/core.c
+
+core-bench: $(CORE_BENCH)
+	@$(CORE_BENCH)
+	@$(CORE_BENCH) 100000000 64
+.PHONY: core-bench

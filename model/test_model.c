@@ -324,7 +324,10 @@ static const char good[] =
 	"atomic = 18\nserialise = 100\ncpuid = 100\nwrmsr = 150\nmov_cr = 200\ninvlpg = 200\n"
 	"fence = 33\nirq_roundtrip = 1000\nipi_latency = 2000\npause = 140\nhlt = 100\n"
 	"rep_line = 2\nrep_mem_line = 13\n"
-	"c2c_lat = 125\nc2c_remote_lat = 340\nsockets = 2\ncores_per_socket = 28\n";
+	"c2c_lat = 125\nc2c_remote_lat = 340\nsockets = 2\ncores_per_socket = 28\n"
+	"core_width = 4\nrob_size = 224\nload_buffer = 72\nstore_buffer = 56\nfill_buffers = 12\n"
+	"mispredict = 16\nlat_imul = 3\nlat_div = 35\nlat_vec = 1\nlat_fp = 4\nlat_fpdiv = 14\n"
+	"prefetch_lines = 20\nprefetch_streams = 32\n";
 
 static int parse_with(const char *text, char *err)
 {
