@@ -18,7 +18,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 
 from . import runner, status as st
 
@@ -893,30 +892,8 @@ def _parser_check(binary, path):
 
 
 def check_profile(binary, path):
-    """(ok, message): the plugin's own parser (model/profile.c) on the written file.
-    A parser built before the core keys existed rejects them as unknown: then the file
-    without the keys of CORE_KEYS it names is checked, and the message says which keys
-    the parser does not know (any other rejection stands)."""
-    ok, msg = _parser_check(binary, path)
-    unknown = []
-    while not ok:
-        m = re.search(r"unknown key '(\w+)'", msg)
-        if not m or m.group(1) not in CORE_KEYS or m.group(1) in unknown:
-            break
-        unknown.append(m.group(1))
-        with open(path) as f:
-            lines = [l for l in f if l.partition("=")[0].strip() not in unknown]
-        fd, tmp = tempfile.mkstemp(suffix=".cfg")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.writelines(lines)
-            ok, msg = _parser_check(binary, tmp)
-        finally:
-            os.unlink(tmp)
-    if unknown:
-        msg = ("the plugin's parser in this tree does not know the core keys %s (it predates "
-               "them); the rest of the file: %s" % (", ".join(unknown), msg))
-    return ok, msg
+    """(ok, message): the plugin's own parser (model/profile.c) on the written file."""
+    return _parser_check(binary, path)
 
 
 def write(raw, out_dir, topo=None, root=None):
@@ -974,8 +951,6 @@ def main(a):
     if not ok:
         sys.stderr.write("baremm: the plugin's profile parser REJECTS %s: %s\n" % (cfg, msg))
         return st.EXIT_TOOL_ERROR
-    if "does not know" in msg:
-        print("baremm: NOTE: %s" % msg.split("; the rest")[0])
     print("baremm: accepted by the plugin's profile parser; use it with --model %s"
           % HOST_NAME)
     return 0
