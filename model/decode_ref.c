@@ -1,8 +1,8 @@
 /*
- * The hand-written classifier the cost model used before it decoded with Zydis, kept only
- * as the host test's reference: test_model.c checks that decode_insn() agrees with it on
- * the kernel corpus (model/decode_corpus.h) wherever this one recognises a class. Not
- * linked into the plugin.
+ * A hand-written classifier of the plugin's fixed-cost kinds (legacy prefixes, REX,
+ * ModRM/SIB/displacement), independent of Zydis: the host test's reference. test_model.c
+ * checks that decode_insn() agrees with it on the kernel corpus (model/decode_corpus.h)
+ * wherever this one recognises a class. Not linked into the plugin.
  */
 #include <string.h>
 #include "model/decode_ref.h"
