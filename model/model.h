@@ -214,7 +214,8 @@ enum insn_kind {
  */
 enum insn_cls {
 	INSN_CLS_ALU = 0,	/* integer add/sub/logic/compare/inc/neg/bt/bswap/xchg r,r, mov $imm,r,
-				 * movzx/movsx r,r, and any of these with a memory source or rmw */
+				 * movzx/movsx r,r, 8/16-bit mov r,r, cmps, scas, and any of these
+				 * with a memory source or as rmw */
 	INSN_CLS_SHIFT,		/* shifts and rotates (shl, sar, rol, shld, shlx, rorx ...) */
 	INSN_CLS_LEA,		/* lea: address arithmetic, no memory access */
 	INSN_CLS_MOVE,		/* full-width reg-reg moves (mov, movaps, movdqa ...): eliminable */
@@ -224,8 +225,9 @@ enum insn_cls {
 	INSN_CLS_BITCNT,	/* bsf, bsr, popcnt, lzcnt, tzcnt */
 	INSN_CLS_CMOV,		/* cmovcc */
 	INSN_CLS_SETCC,		/* setcc */
-	INSN_CLS_LOAD,		/* pure loads: mov/movzx/movsx/vector moves from memory, pop r, lods */
-	INSN_CLS_STORE,		/* pure stores: mov/vector moves to memory, movnti, push r/imm, stos */
+	INSN_CLS_LOAD,		/* pure loads: mov/movzx/movsx/vector moves from memory, pop, lods */
+	INSN_CLS_STORE,		/* pure stores: mov/vector moves to memory, movnti, push, pushf,
+				 * stos, movs (push (m) and movs also load) */
 	INSN_CLS_BRANCH_COND,	/* jcc, jrcxz, loop */
 	INSN_CLS_JMP_DIRECT,	/* jmp rel */
 	INSN_CLS_JMP_INDIRECT,	/* jmp r/m */
@@ -243,8 +245,9 @@ enum insn_cls {
 	INSN_CLS_FENCE_S,	/* sfence */
 	INSN_CLS_ATOMIC,	/* INSN_ATOMIC: lock-prefixed, xchg with memory */
 	INSN_CLS_STRING,	/* INSN_REP_STRING (non-rep string ops are ALU, LOAD or STORE) */
-	INSN_CLS_OTHER,		/* the rest: system (rdmsr, mov from cr, in/out, cli, swapgs, pause,
-				 * hlt ...), far transfers, syscall/int, x87, xsave, undecodable */
+	INSN_CLS_OTHER,		/* the rest: system (rdmsr, mov from cr, mov to cr8, in/out, cli,
+				 * swapgs, pause, hlt, popf ...), far transfers, syscall/int,
+				 * clflush, x87, xsave, undecodable */
 	NR_INSN_CLS
 };
 

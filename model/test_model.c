@@ -553,6 +553,9 @@ HTEST(decode_undecodable_and_compact)
 	HT_EXPECT_EQ(i.kind, INSN_PLAIN);
 	/* stored per translated instruction: keep it within 72 bytes */
 	HT_EXPECT(sizeof(struct insn_info) <= 72);
+	/* the same 29 members, in order, as the core's enum core_cls */
+	HT_EXPECT_EQ(NR_INSN_CLS, 29);
+	HT_EXPECT_EQ(INSN_CLS_SERIALISING, 22);
 	for (unsigned c = 0; c < NR_INSN_CLS; c++)
 		HT_EXPECT(strcmp(insn_cls_name(c), "?") != 0);
 	HT_EXPECT_EQ(strcmp(insn_cls_name(INSN_CLS_OTHER), "other"), 0);
