@@ -144,10 +144,11 @@ $(HOST_OBJDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(HOSTCC) $(HOSTCFLAGS) -MMD -MP -c $< -o $@
 
+# A test's libraries: <name>_LDLIBS.
 .SECONDEXPANSION:
 $(HOST_BINS): $(BUILD)/host/%: $$(call host_objs,$$(%_SRCS) $(HOST_COMMON))
 	@mkdir -p $(dir $@)
-	@$(HOSTCC) $(HOSTCFLAGS) -o $@ $^ -lpthread
+	@$(HOSTCC) $(HOSTCFLAGS) -o $@ $^ $($*_LDLIBS) -lpthread
 
 host-build: $(HOST_BINS)
 

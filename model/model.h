@@ -1,6 +1,6 @@
 /*
  * The cost model's building blocks that do not depend on QEMU: the profile (profile.c),
- * the caches (cache.c), the TLBs (tlb.c), the x86 instruction classifier (decode.c) and
+ * the caches (cache.c), the TLBs (tlb.c), the x86 instruction decoder (decode.c, on Zydis) and
  * the table that tells vCPUs apart, with who a logical IPI reaches (ident.c); the host
  * test test_model.c tests them alone. The rooms built on them have their own headers:
  * clock.h (events, parts, a CPU's clock), coherence.h (across CPUs: directory, waits,
@@ -195,11 +195,13 @@ static inline bool rep_filter_new(struct rep_filter *f, u64 line)
 	return true;
 }
 
-/* ---- instruction classes (decode.c) ---- */
+/* ---- instruction decoding (decode.c, on the Zydis decoder library) ---- */
 
+/* The classes the plugin prices with a fixed penalty or a callback; everything else is
+ * INSN_PLAIN (the out-of-order core prices it by its insn_cls below). */
 enum insn_kind {
 	INSN_PLAIN = 0,
-	INSN_MARKER,		/* nopl 0x4d4dCCCC(%rax): a guest -> model command */
+	INSN_MARKER,		/* exactly nopl 0x4d4dCCCC(%rax), no prefix: a guest -> model command */
 	INSN_ATOMIC,		/* lock-prefixed, or xchg with a memory operand */
 	INSN_CPUID,
 	INSN_WRMSR,
@@ -207,19 +209,78 @@ enum insn_kind {
 	INSN_IRET,
 	INSN_DESC_LOAD,		/* lgdt, lidt, lldt, ltr */
 	INSN_INVLPG,
-	INSN_FENCE,		/* mfence, lfence */
+	INSN_FENCE,		/* mfence, lfence (sfence is not priced: INSN_PLAIN, INSN_CLS_FENCE_S) */
 	INSN_HLT,
 	INSN_PAUSE,
 	INSN_REP_STRING,	/* rep/repe/repne movs, stos, cmps, scas, lods */
 	INSN_INVPCID,		/* invpcid: type in a register, descriptor in memory */
 };
 
+/*
+ * How an instruction executes, for the out-of-order core, which maps a class to a latency
+ * from the profile (the decoder gives no latencies). The same members, in the same order,
+ * as the core's enum core_cls.
+ */
+enum insn_cls {
+	INSN_CLS_ALU = 0,	/* integer add/sub/logic/compare/inc/neg/bt/bswap/xchg r,r, mov $imm,r,
+				 * movzx/movsx r,r, 8/16-bit mov r,r, cmps, scas, and any of these
+				 * with a memory source or as rmw */
+	INSN_CLS_SHIFT,		/* shifts and rotates (shl, sar, rol, shld, shlx, rorx ...) */
+	INSN_CLS_LEA,		/* lea: address arithmetic, no memory access */
+	INSN_CLS_MOVE,		/* full-width reg-reg moves (mov, movaps, movdqa ...): eliminable */
+	INSN_CLS_ZERO_IDIOM,	/* xor/sub r,r (32/64-bit), pxor/xorps/psub/pcmpgt x,x: reads nothing */
+	INSN_CLS_IMUL,		/* imul, mul, mulx (all widths) */
+	INSN_CLS_DIV,		/* div, idiv (all widths) */
+	INSN_CLS_BITCNT,	/* bsf, bsr, popcnt, lzcnt, tzcnt */
+	INSN_CLS_CMOV,		/* cmovcc */
+	INSN_CLS_SETCC,		/* setcc */
+	INSN_CLS_LOAD,		/* pure loads: mov/movzx/movsx/vector moves from memory, pop, lods */
+	INSN_CLS_STORE,		/* pure stores: mov/vector moves to memory, movnti, push, pushf,
+				 * stos, movs (push (m) and movs also load) */
+	INSN_CLS_BRANCH_COND,	/* jcc, jrcxz, loop */
+	INSN_CLS_JMP_DIRECT,	/* jmp rel */
+	INSN_CLS_JMP_INDIRECT,	/* jmp r/m */
+	INSN_CLS_CALL_DIRECT,	/* call rel */
+	INSN_CLS_CALL_INDIRECT,	/* call r/m */
+	INSN_CLS_RET,		/* near ret */
+	INSN_CLS_VEC_INT,	/* SSE/AVX integer and shuffle ops, movd/movq between files */
+	INSN_CLS_VEC_FP,	/* SSE/AVX floating point (add, mul, fma, compare, convert ...) */
+	INSN_CLS_FP_DIV,	/* SSE/AVX divide and square root */
+	INSN_CLS_NOP,		/* nop, nopl (the marker too), endbr, prefetch: no effect on data */
+	INSN_CLS_SERIALISING,	/* cpuid, wrmsr, mov to cr (not cr8) or dr, iret, lgdt/lidt/lldt/ltr,
+				 * invlpg, invpcid, wbinvd, invd, serialize */
+	INSN_CLS_FENCE_M,	/* mfence */
+	INSN_CLS_FENCE_L,	/* lfence */
+	INSN_CLS_FENCE_S,	/* sfence */
+	INSN_CLS_ATOMIC,	/* INSN_ATOMIC: lock-prefixed, xchg with memory */
+	INSN_CLS_STRING,	/* INSN_REP_STRING (non-rep string ops are ALU, LOAD or STORE) */
+	INSN_CLS_OTHER,		/* the rest: system (rdmsr, mov from cr, mov to cr8, in/out, cli,
+				 * swapgs, pause, hlt, popf ...), far transfers, syscall/int,
+				 * clflush, x87, xsave, undecodable */
+	NR_INSN_CLS
+};
+
+/*
+ * Register space of reg_read/reg_write/reg_addr (the layout the core uses): bits 0-15 the
+ * GPRs rax rcx rdx rbx rsp rbp rsi rdi r8..r15 (x86 order), bit 16 RFLAGS (all flags as
+ * one; a write of some flags counts as a write of all: the core keeps no flag merge),
+ * bits 17-48 vector registers 0-31 (xmm, ymm and zmm alias), bit 49 any other register
+ * (segment, control, debug, mask, x87, mxcsr, descriptor-table registers). rip is not in
+ * it (branches are described by the branch fields).
+ */
+#define REG_GPR(n)	(1ull << (n))
+#define REG_FLAGS	(1ull << 16)
+#define REG_VEC(n)	(1ull << (17 + (n)))
+#define REG_OTHER	(1ull << 49)
+#define REG_ALL_GPR	0xffffull
+#define REG_ALL_VEC	(0xffffffffull << 17)
+
 /* A ModRM memory operand: address = base + index * scale + disp (+ the address of the next
  * instruction when rip_relative) (+ the fs or gs base with a segment prefix). Register
  * numbers 0..15 in x86 order (rax rcx rdx rbx rsp rbp rsi rdi r8..r15), -1 = none. */
 enum { SEG_NONE = 0, SEG_FS, SEG_GS };
 struct mem_operand {
-	int base, index;
+	int8_t base, index;
 	u8 scale;
 	bool rip_relative;
 	bool addr32;		/* 0x67 prefix: the address is truncated to 32 bits */
@@ -227,22 +288,53 @@ struct mem_operand {
 	int64_t disp;
 };
 
-struct insn_info {
-	enum insn_kind kind;
-	u8 len;			/* bytes decoded (the instruction's length when known) */
-	u16 marker_cmd;		/* INSN_MARKER */
-	u8 cr;			/* INSN_MOV_CR: the control register written */
-	int gpr;		/* INSN_MOV_CR: the source register; INSN_INVPCID: the type */
-	bool has_mem;		/* INSN_INVLPG, INSN_INVPCID: the operand below is valid */
-	struct mem_operand mem;
+/* A data access the instruction makes (implicit ones included: push, pop, call, ret,
+ * string ops). lea, nop, prefetch, invlpg, clflush name an address but move no data: none. */
+enum { MEM_READ = 1, MEM_WRITE = 2 };	/* access bits; both = read-modify-write */
+struct insn_mem {
+	u16 size;		/* bytes (lgdt 10, a zmm 64, xsave/fxsave: the area's nominal size) */
+	u8 access;		/* MEM_READ | MEM_WRITE; conditional accesses (cmpxchg, rep) count */
 };
 
-/* Classifies the instruction in b[0..n). Unknown or truncated encodings are INSN_PLAIN. */
+/*
+ * One decoded instruction (stored per translated instruction by the plugin: keep it
+ * small). kind, marker_cmd, cr, gpr, has_mem and mem serve the plugin's fixed-cost
+ * classes; the rest serves the out-of-order core.
+ */
+struct insn_info {
+	enum insn_kind kind;
+	u8 len;			/* the instruction's length; on undecodable bytes what was looked at */
+	u16 marker_cmd;		/* INSN_MARKER */
+	u8 cr;			/* INSN_MOV_CR: the control register written */
+	int8_t gpr;		/* INSN_MOV_CR: the source register; INSN_INVPCID: the type; else -1 */
+	bool has_mem;		/* INSN_INVLPG, INSN_INVPCID: the operand below is valid */
+	u8 cls;			/* enum insn_cls */
+	u8 uops;		/* fused-domain uop estimate (decode.c says where each rule is from) */
+	u8 nmem;		/* accesses in memop[0..nmem) */
+	bool is_branch : 1;	/* near jmp/jcc/call/ret/loop: the predictor's business */
+	bool is_cond : 1;	/* conditional (jcc, jrcxz, loop) */
+	bool is_indirect : 1;	/* target from a register or memory (ret included) */
+	bool has_target : 1;	/* target below is the absolute direct target (decode_insn_at) */
+	bool rmw : 1;		/* a memory operand both read and written (add %r,(m), xchg, lock) */
+	bool decoded : 1;	/* the library decoded it; false: undecodable or truncated bytes */
+	struct insn_mem memop[2];
+	struct mem_operand mem;
+	u64 reg_read;		/* registers read (data and address), see REG_* */
+	u64 reg_write;		/* registers written; a partial (8/16-bit) GPR write also reads */
+	u64 reg_addr;		/* the subset of reg_read only used to form memory addresses */
+	u64 target;		/* has_target: the direct branch's destination */
+};
+
+/* Decodes the instruction in b[0..n) (64-bit mode). Undecodable or truncated encodings are
+ * INSN_PLAIN, INSN_CLS_OTHER with no registers and no accesses. Thread-safe. */
 void decode_insn(const u8 *b, size_t n, struct insn_info *out);
+/* The same, with the instruction's address: also gives a direct branch's target. */
+void decode_insn_at(const u8 *b, size_t n, u64 insn_va, struct insn_info *out);
 /* The operand's address given the register file (regs[0..15]), the instruction's address
  * and the fs/gs bases. */
 u64 mem_operand_addr(const struct mem_operand *m, const u64 regs[16], u64 insn_va, u8 insn_len,
 		     u64 fs_base, u64 gs_base);
 const char *insn_kind_name(enum insn_kind k);
+const char *insn_cls_name(unsigned cls);
 
 #endif

@@ -5,18 +5,23 @@ MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c model/ide
 MODEL_CORE += model/clock.c model/coherence.c model/protocol.c
 MODEL_SRCS := model/costmodel.c $(MODEL_CORE)
 MODEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I.
+# decode.c decodes with Zydis (Debian libzydis-dev; only a shared library ships, so the
+# plugin and the host test link it dynamically)
+MODEL_LDLIBS := -lZydis
 
 $(MODEL_SO): $(MODEL_SRCS) $(wildcard model/*.h) arch/x86_64/costmodel.h kernel/math.h model/model.mk
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
-	@$(HOSTCC) $(MODEL_CFLAGS) -shared -o $@ $(MODEL_SRCS)
+	@$(HOSTCC) $(MODEL_CFLAGS) -shared -o $@ $(MODEL_SRCS) $(MODEL_LDLIBS)
 
 all: $(MODEL_SO)
 model: $(MODEL_SO)
 .PHONY: model
 
 HOST_TESTS += costmodel
-costmodel_SRCS := model/test_model.c $(MODEL_CORE)
+# decode_ref.c: the reference classifier the decoder test compares against (test only)
+costmodel_SRCS := model/test_model.c model/decode_ref.c $(MODEL_CORE)
+costmodel_LDLIBS := $(MODEL_LDLIBS)
 
 HOST_TESTS += coherence
 coherence_SRCS := model/test_coherence.c model/coherence.c model/clock.c model/cache.c model/ident.c

@@ -29,6 +29,14 @@ grub_dir() {	# a GRUB platform directory (i386-pc, x86_64-efi) in any usual plac
     return 1
 }
 
+zydis_present() {	# the decoder library the cost model links (model/model.mk: -lZydis)
+    local d
+    for d in /usr/include /usr/local/include; do
+        [ -f "$d/Zydis/Zydis.h" ] && return 0
+    done
+    return 1
+}
+
 # what: "description|Debian package" for every missing tool
 missing=() optional=()
 check() {	# check required|optional "test command" "what it is" "debian package"
@@ -42,6 +50,7 @@ check required "have ld" "ld (binutils)" binutils
 check required "have make" "make" make
 check required "[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib64/libc.a ]" \
     "static C library (the native panel's static programs: tools/baremm panel-check)" libc6-dev
+check required "zydis_present" "Zydis x86 decoder library and headers (the cost-model plugin)" libzydis-dev
 check optional "have cpio" "cpio (tools/baremm native-panel: the Linux guest's initramfs)" cpio
 check required "have python3" "python3" python3
 check required "have grub-mkrescue || have grub2-mkrescue" "grub-mkrescue" grub-common
