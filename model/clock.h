@@ -9,8 +9,10 @@
  *                               acct_clock() and acct_clock_set());
  *   the protocol (protocol.c)   reads clocks, events and parts at markers.
  *
- * The clock (x100) is instructions x base_cpi + (penalties + memory cycles) x 100 + adj,
- * adj being how far waits and IPIs moved it. Its parts (PT_*) add up to it: the first six
+ * In-order (core=inorder): the clock (x100) is instructions x base_cpi + (penalties +
+ * memory cycles) x 100 + adj, adj being how far waits and IPIs moved it. Out-of-order
+ * (core=ooo): the clock is the core's commit clock (core.h) x 100, and its parts are the
+ * core's; waits and IPIs move it through core_advance_to(), never backwards. Its parts (PT_*) add up to it: the first six
  * follow from the events part_ev[] names, PT_WAIT and PT_IPI are what acct_clock_set()
  * books when it moves the clock.
  */
@@ -43,8 +45,11 @@ extern const char *const ev_names[NR_MEV];
 
 /* ---- where a figure's cycles went (the part.* fields of BAREMM-RESULT) ---- */
 
-enum { PT_INSNS, PT_PEN, PT_CACHE, PT_TLB, PT_REP, PT_IO, PT_WAIT, PT_IPI, NR_PART };
+enum { PT_INSNS, PT_PEN, PT_CACHE, PT_TLB, PT_REP, PT_IO, PT_WAIT, PT_IPI, PT_BRANCH, NR_PART };
 extern const char *const part_names[NR_PART];
+/* The parts a result line shows: PT_BRANCH (mispredicted branches) only exists with the
+ * out-of-order core; the in-order one's lines keep their eight. */
+extern unsigned nr_part_shown;
 /* The events the first six parts come from (a wait puts them back to their values at its
  * start, so its spin is in none of them). */
 #define NR_PEV 6
@@ -70,10 +75,17 @@ struct cpu_acct {
 	u64 ev[NR_MEV];
 	int64_t adj;		/* clock correction x100: waits and IPIs move the clock */
 	int64_t part_wait, part_ipi;	/* x100: PT_WAIT and PT_IPI */
+	/* the out-of-order core (core.h) when the plugin runs one (core=ooo): then it alone
+	 * is the clock and its parts; instructions fed to it are exactly those before the
+	 * marker or access being priced, so no tail is subtracted */
+	struct core *core;
 };
 
-/* The price of an instruction, from the profile; before any clock is read. */
-void clock_init(const struct profile *p);
+struct core;
+
+/* The price of an instruction, from the profile; before any clock is read. ooo: the
+ * accounts carry an out-of-order core (cpu_acct.core). */
+void clock_init(const struct profile *p, bool ooo);
 
 /* A block ran (the glue's per-block callback). */
 static inline void acct_add_block(struct cpu_acct *a, const struct tb_counts *c)

@@ -27,13 +27,39 @@
 #include "model/clock.h"
 #include "model/coherence.h"
 #include "model/protocol.h"
+#include "model/core.h"
 
 QPAPI_EXPORT int qemu_plugin_version = BAREMM_QEMU_PLUGIN_VERSION;
 
+/* One translated instruction as the out-of-order core sees it (core=ooo), and as the
+ * callbacks of its accesses and of the instruction itself find it (their userdata). */
+struct tb_insn {
+	struct core_op op;
+	u64 va;
+	u64 target;		/* a direct branch's destination (has_target) */
+	u16 idx;		/* its place in the block */
+	u8 len;
+	u8 kind;		/* enum insn_kind */
+	bool atomic;		/* its accesses are an atomic's (the load half reads for ownership) */
+	bool is_branch, is_cond, has_target;
+};
+
+/* What a translation block carries to its exec callback. */
+struct tb_data {
+	struct tb_counts c;	/* counts and penalties, added when it runs */
+	u64 pc;			/* its first instruction's address */
+	u32 n;			/* instructions in ins[] */
+	struct tb_insn ins[];
+};
+
 struct marker {
 	u16 cmd;
+	const struct tb_insn *at;	/* the marker instruction */
 	struct tb_counts tail;	/* the block's instructions after the marker */
 };
+
+/* An instruction's accesses, kept until the core is given the instruction (core=ooo). */
+#define MAX_INSN_ACC 8
 
 /* What the glue keeps of a vCPU; touched only from that vCPU's callbacks. Its coherence
  * state is coh.cpu[slot] (coherence.h). */
@@ -55,6 +81,14 @@ struct vcpu {
 	bool cr3_known, cr4_known, cr0_known;
 	u64 cr3, cr4, cr0;
 	bool paging;		/* CR0.PG and CR4.PAE: 4-level translation is modelled */
+	/* core=ooo: the block running, how far the core has been given it, and the
+	 * accesses (and rep string and MMIO cycles) of the instruction not yet given */
+	struct core *core;
+	const struct tb_data *pend;
+	unsigned pend_next;
+	unsigned nacc;
+	struct core_mem acc[MAX_INSN_ACC];
+	u64 rep_tlb, rep_cyc, io_cyc;
 };
 
 static struct profile P;
@@ -62,6 +96,8 @@ static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
 static bool causal = true;	/* a load cannot see a store from its future (coherence.c); causal=off drops it */
+static bool ooo;		/* core=ooo: the out-of-order core (core.c) is the clock */
+static struct core_params CP;
 static GByteArray *regbuf, *membuf;
 /* register handles, looked up once (x86_64 gdb names) */
 static struct qemu_plugin_register *reg_gpr[16], *reg_cr0, *reg_cr3, *reg_cr4, *reg_fs_base, *reg_gs_base,
@@ -159,11 +195,91 @@ static inline unsigned cur(unsigned vi)
 	return multi ? running : vi;
 }
 
+/* ---- the out-of-order core's feed (core=ooo) ----
+ *
+ * The core is given each instruction after it ran, with its accesses as the hierarchy
+ * priced them, in program order: the accesses of instruction i arrive in its memory
+ * callbacks, so instructions before i are given to the core when i's first access, or
+ * any callback that reads the clock at i (a marker, PAUSE, HLT, IRET, WRMSR, a
+ * TLB-changing instruction), comes; the last one of a block when the next block starts,
+ * which is also when a branch's outcome is known. A CPU in a pause-spin wait gives the
+ * core nothing: its clock moves when the wait ends (coherence.c), as the in-order one's
+ * does.
+ */
+
+static void feed_one(struct vcpu *v, unsigned vi, const struct tb_insn *ti, const struct core_branch *br)
+{
+	struct core *c = v->core;
+	if (multi && coh.cpu[vi].waiting) {
+		v->nacc = 0;
+		v->rep_tlb = v->rep_cyc = v->io_cyc = 0;
+		return;
+	}
+	if (v->io_cyc) {	/* uncacheable: in order, after everything older */
+		core_fixed(c, v->io_cyc, CORE_PART_IO, CORE_FIX_DRAIN);
+		v->io_cyc = 0;
+	}
+	switch (ti->kind) {
+	case INSN_REP_STRING:
+		/* microcoded: priced per line as a whole, like the in-order core */
+		if (v->rep_tlb)
+			core_fixed(c, v->rep_tlb, CORE_PART_TLB, 0);
+		core_fixed(c, v->rep_cyc, CORE_PART_REP, 0);
+		v->rep_tlb = v->rep_cyc = 0;
+		break;
+	case INSN_PAUSE:
+		core_fixed(c, P.pause, CORE_PART_PEN, 0);
+		break;
+	case INSN_HLT:
+		core_fixed(c, P.hlt, CORE_PART_PEN, CORE_FIX_DRAIN);
+		break;
+	default:
+		core_insn(c, &ti->op, v->acc, v->nacc, br);
+		break;
+	}
+	v->nacc = 0;
+}
+
+/* Gives the core the running block's instructions before index upto. */
+static inline void catch_up(struct vcpu *v, unsigned vi, unsigned upto)
+{
+	const struct tb_data *b = v->pend;
+	if (!b)
+		return;
+	while (v->pend_next < upto)
+		feed_one(v, vi, &b->ins[v->pend_next++], NULL);
+}
+
+/* The running block ends; next_pc is where execution went on. */
+static void finish_block(struct vcpu *v, unsigned vi, u64 next_pc)
+{
+	const struct tb_data *b = v->pend;
+	if (!b)
+		return;
+	if (b->n) {
+		catch_up(v, vi, b->n - 1);
+		const struct tb_insn *ti = &b->ins[b->n - 1];
+		u64 fall = ti->va + ti->len;
+		struct core_branch br = { ti->va, next_pc, fall, next_pc != fall };
+		/* somewhere a direct branch or straight-line code cannot go: an interrupt or an
+		 * exception came between the blocks */
+		bool irq = ti->is_branch ? ti->has_target && next_pc != ti->target && next_pc != fall
+					 : next_pc != fall;
+		if (ti->is_branch && ti->has_target && !ti->is_cond)
+			br.target = ti->target;
+		v->pend_next = b->n;
+		feed_one(v, vi, ti, ti->is_branch && !irq ? &br : NULL);
+		if (irq)
+			core_drain(v->core);
+	}
+	v->pend = NULL;
+}
+
 /* ---- the clock ---- */
 
 static void tb_exec_cb(unsigned vi, void *ud)
 {
-	const struct tb_counts *c = ud;
+	const struct tb_data *d = ud;
 	if (multi) {
 		unsigned r = identify(vi);
 		if (r != running) {
@@ -171,9 +287,16 @@ static void tb_exec_cb(unsigned vi, void *ud)
 			coh_switched();
 		}
 		vi = r;
-		coh_block_start(vi);
 	}
-	acct_add_block(&vcpus[vi].a, c);
+	struct vcpu *v = &vcpus[vi];
+	if (ooo) {
+		finish_block(v, vi, d->pc);
+		v->pend = d;
+		v->pend_next = 0;
+	}
+	if (multi)
+		coh_block_start(vi);
+	acct_add_block(&v->a, &d->c);
 }
 
 /* The clock interface coherence.c reads and moves a vCPU's clock through. */
@@ -266,23 +389,29 @@ static u64 translate(struct vcpu *v, unsigned vi, u64 va)
 /* ---- across CPUs: the callbacks that feed coherence.c ---- */
 
 /* PAUSE (multi): the CPU spins (coh_pause). */
+/* core=ooo: the core has been given every instruction before ti (the clock is at ti). */
+static inline unsigned at_insn(unsigned vi, const void *ti)
+{
+	vi = cur(vi);
+	if (ooo)
+		catch_up(&vcpus[vi], vi, ((const struct tb_insn *)ti)->idx);
+	return vi;
+}
+
 static void pause_cb(unsigned vi, void *ud)
 {
-	(void)ud;
-	coh_pause(cur(vi));
+	coh_pause(at_insn(vi, ud));
 }
 
 static void hlt_cb(unsigned vi, void *ud)
 {
-	(void)ud;
-	coh_hlt(cur(vi));
+	coh_hlt(at_insn(vi, ud));
 }
 
 /* IRET (multi): the end of the handler of an IPI taken while behind. */
 static void iret_cb(unsigned vi, void *ud)
 {
-	(void)ud;
-	coh_iret(cur(vi));
+	coh_iret(at_insn(vi, ud));
 }
 
 /* WRMSR (multi): an x2APIC ICR write (MSR 0x830) sends an IPI; the destination's next
@@ -291,8 +420,7 @@ static void iret_cb(unsigned vi, void *ud)
  * A GS_BASE write (MSR 0xc0000101) moves the writer's slot to the new base. */
 static void wrmsr_cb(unsigned vi, void *ud)
 {
-	(void)ud;
-	vi = cur(vi);
+	vi = at_insn(vi, ud);
 	u64 ecx, eax, edx;
 	if (!read_reg(reg_gpr[1], &ecx) || ((u32)ecx != 0x830 && (u32)ecx != 0xc0000101))
 		return;
@@ -339,16 +467,20 @@ static inline bool phys_of(struct vcpu *v, qemu_plugin_meminfo_t info, u64 va, u
 	return !io;
 }
 
-/* ud: non-NULL for an atomic instruction's accesses */
+/* ud: the instruction (struct tb_insn) */
 static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
+	const struct tb_insn *ti = ud;
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
+	if (ooo)
+		catch_up(v, vi, ti->idx);
 	u64 pa = ~0ull;
 	if (!phys_of(v, info, va, &pa)) {
 		v->a.ev[EV_IO]++;
 		v->a.ev[EV_CYC_IO] += P.mem_lat;
 		v->a.cyc += P.mem_lat;
+		v->io_cyc += P.mem_lat;
 		/* xAPIC: a store to ICR high (0xfee00310) holds the destination, one to ICR low
 		 * (0xfee00300) sends; LDR (0xd0) and DFR (0xe0) say who a logical one reaches */
 		if (multi && (pa & ~0xfffull) == 0xfee00000ull && qemu_plugin_mem_is_store(info)) {
@@ -372,11 +504,24 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		}
 		return;
 	}
+	bool store = qemu_plugin_mem_is_store(info);
 	u64 t = translate(v, vi, va);
-	u64 d = data_line(v, vi, pa >> LINE_SHIFT, qemu_plugin_mem_is_store(info), true, ud != NULL);
+	u64 d = data_line(v, vi, pa >> LINE_SHIFT, store, true, ti->atomic);
 	v->a.ev[EV_CYC_TLB] += t;
 	v->a.ev[EV_CYC_CACHE] += d;
 	v->a.cyc += t + d;
+	if (ooo) {
+		if (v->nacc == MAX_INSN_ACC)	/* more is microcode (iret, xsave): merged into the last */
+			v->nacc--;
+		struct core_mem *m = &v->acc[v->nacc++];
+		m->va = va;
+		m->size = 1u << qemu_plugin_mem_size_shift(info);
+		m->is_store = store;
+		/* a causal wait returns 0: the line's latency is in the clock already */
+		m->l1_miss = d > P.l1d_lat;
+		m->cache_lat = (u32)d;
+		m->tlb_lat = (u32)t;
+	}
 }
 
 /* A rep string instruction: counted once per execution (QEMU may run its exec callback
@@ -386,6 +531,8 @@ static void rep_exec_cb(unsigned vi, void *ud)
 {
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
+	if (ooo)
+		catch_up(v, vi, ((const struct tb_insn *)ud)->idx);
 	u64 n = v->a.insns;
 	if (v->rep_insn != ud || v->rep_mark != n) {
 		v->rep_insn = ud;
@@ -408,6 +555,7 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 		v->a.ev[EV_IO]++;
 		v->a.ev[EV_CYC_IO] += P.mem_lat;
 		v->a.cyc += P.mem_lat;
+		v->io_cyc += P.mem_lat;
 		return;
 	}
 	u64 line = pa >> LINE_SHIFT;
@@ -420,6 +568,8 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 	v->a.ev[EV_CYC_TLB] += t;
 	v->a.ev[EV_CYC_REP] += r;
 	v->a.cyc += t + r;
+	v->rep_tlb += t;
+	v->rep_cyc += r;
 }
 
 /* ---- TLB-changing instructions (callbacks with register access) ---- */
@@ -427,6 +577,7 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 struct tlb_insn {
 	struct insn_info info;
 	u64 va;
+	const struct tb_insn *at;
 };
 
 static void update_paging(struct vcpu *v)
@@ -461,7 +612,7 @@ static void refresh_paging(struct vcpu *v)
 static void tlb_insn_cb(unsigned vi, void *ud)
 {
 	struct tlb_insn *ti = ud;
-	vi = cur(vi);
+	vi = at_insn(vi, ti->at);
 	struct vcpu *v = &vcpus[vi];
 	refresh_paging(v);	/* the values before this instruction */
 	pac_flush(v);
@@ -538,7 +689,7 @@ static const struct proto_guest guest = { guest_gpr, read_guest };
 static void marker_cb(unsigned vi, void *ud)
 {
 	const struct marker *mk = ud;
-	vi = cur(vi);
+	vi = at_insn(vi, mk->at);
 	struct vcpu *v = &vcpus[vi];
 	if (multi)
 		coh_wait_abandon(vi);
@@ -570,6 +721,46 @@ static void *xmalloc(size_t n)
 
 #define MAX_TB_INSNS 512
 
+_Static_assert((int)NR_INSN_CLS == (int)NR_CLS, "the decoder's classes are the core's");
+
+/* The core's view of a decoded instruction; the fixed prices are the profile's. */
+static struct core_op core_op_of(const struct insn_info *in)
+{
+	struct core_op op = { in->reg_read, in->reg_write, in->reg_addr, in->cls, in->uops, 0, 0 };
+	if (in->cls == INSN_CLS_MOVE)
+		op.flags |= CORE_OPF_ELIM;	/* full-width register moves are renamed away */
+	switch (in->kind) {
+	case INSN_ATOMIC:
+		op.pen = (u32)P.atomic;
+		break;
+	case INSN_CPUID:
+		op.pen = (u32)P.cpuid;
+		break;
+	case INSN_WRMSR:
+		op.pen = (u32)P.wrmsr;
+		break;
+	case INSN_DESC_LOAD:
+		op.pen = (u32)P.serialise;
+		break;
+	case INSN_IRET:
+		op.pen = (u32)P.irq_roundtrip;
+		break;
+	case INSN_FENCE:
+		op.pen = (u32)P.fence;
+		break;
+	case INSN_MOV_CR:
+		op.pen = (u32)P.mov_cr;
+		break;
+	case INSN_INVLPG:
+	case INSN_INVPCID:
+		op.pen = (u32)P.invlpg;
+		break;
+	default:
+		break;
+	}
+	return op;
+}
+
 /*
  * Prices the block's instructions once, at translation. Counts and fixed penalties are
  * added by one callback when the block runs (an exception in the middle of a block
@@ -587,7 +778,11 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	struct tb_counts per[MAX_TB_INSNS];
 	struct insn_info infos[MAX_TB_INSNS];
 	struct qemu_plugin_insn *insns[MAX_TB_INSNS];
-	struct tb_counts *total = xmalloc(sizeof(*total));
+	/* kept as long as QEMU keeps the translation: never freed */
+	struct tb_data *data = xmalloc(sizeof(*data) + n * sizeof(data->ins[0]));
+	struct tb_counts *total = &data->c;
+	data->pc = qemu_plugin_tb_vaddr(tb);
+	data->n = (u32)n;
 	bool any_marker = false;
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -595,19 +790,29 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		u8 bytes[16];
 		size_t len = qemu_plugin_insn_data(insn, bytes, sizeof(bytes));
 		struct insn_info *info = &infos[i];
-		decode_insn(bytes, len, info);
+		u64 va = qemu_plugin_insn_vaddr(insn);
+		decode_insn_at(bytes, len, va, info);
+		struct tb_insn *ti = &data->ins[i];
+		ti->op = core_op_of(info);
+		ti->va = va;
+		ti->target = info->target;
+		ti->idx = (u16)i;
+		ti->len = (u8)qemu_plugin_insn_size(insn);
+		ti->kind = (u8)info->kind;
+		ti->atomic = info->kind == INSN_ATOMIC;
+		ti->is_branch = info->is_branch;
+		ti->is_cond = info->is_cond;
+		ti->has_target = info->has_target;
 		struct tb_counts *c = &per[i];
 		memset(c, 0, sizeof(*c));
 		if (info->kind == INSN_REP_STRING) {
 			/* counted once per execution by rep_exec_cb, priced per line */
-			qemu_plugin_register_vcpu_insn_exec_cb(insn, rep_exec_cb, QEMU_PLUGIN_CB_NO_REGS, insn);
-			qemu_plugin_register_vcpu_mem_cb(insn, rep_mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, rep_exec_cb, QEMU_PLUGIN_CB_NO_REGS, ti);
+			qemu_plugin_register_vcpu_mem_cb(insn, rep_mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, ti);
 			continue;
 		}
 		c->insns = 1;
-		static char atomic_tag;	/* mem_cb's userdata for an atomic's accesses */
-		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
-						 info->kind == INSN_ATOMIC ? &atomic_tag : NULL);
+		qemu_plugin_register_vcpu_mem_cb(insn, mem_cb, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, ti);
 		switch (info->kind) {
 		case INSN_MARKER:
 			any_marker = true;
@@ -621,7 +826,7 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		case INSN_WRMSR:
 			count_penalty(c, P.wrmsr, EV_SERIALISE);
 			if (multi)
-				qemu_plugin_register_vcpu_insn_exec_cb(insn, wrmsr_cb, QEMU_PLUGIN_CB_R_REGS, NULL);
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, wrmsr_cb, QEMU_PLUGIN_CB_R_REGS, ti);
 			break;
 		case INSN_DESC_LOAD:
 			count_penalty(c, P.serialise, EV_SERIALISE);
@@ -629,7 +834,7 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		case INSN_IRET:
 			count_penalty(c, P.irq_roundtrip, EV_IRET);
 			if (multi)
-				qemu_plugin_register_vcpu_insn_exec_cb(insn, iret_cb, QEMU_PLUGIN_CB_NO_REGS, NULL);
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, iret_cb, QEMU_PLUGIN_CB_NO_REGS, ti);
 			break;
 		case INSN_FENCE:
 			count_penalty(c, P.fence, EV_FENCE);
@@ -637,12 +842,12 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		case INSN_HLT:
 			count_penalty(c, P.hlt, EV_HLT);
 			if (multi)
-				qemu_plugin_register_vcpu_insn_exec_cb(insn, hlt_cb, QEMU_PLUGIN_CB_NO_REGS, NULL);
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, hlt_cb, QEMU_PLUGIN_CB_NO_REGS, ti);
 			break;
 		case INSN_PAUSE:
 			count_penalty(c, P.pause, EV_PAUSE);
 			if (multi)
-				qemu_plugin_register_vcpu_insn_exec_cb(insn, pause_cb, QEMU_PLUGIN_CB_NO_REGS, NULL);
+				qemu_plugin_register_vcpu_insn_exec_cb(insn, pause_cb, QEMU_PLUGIN_CB_NO_REGS, ti);
 			break;
 		case INSN_MOV_CR:
 		case INSN_INVLPG:
@@ -651,10 +856,11 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			if (info->kind != INSN_MOV_CR)
 				count_penalty(c, 0, EV_INVLPG);
 			/* kept as long as QEMU keeps the translation: never freed */
-			struct tlb_insn *ti = xmalloc(sizeof(*ti));
-			ti->info = *info;
-			ti->va = qemu_plugin_insn_vaddr(insn);
-			qemu_plugin_register_vcpu_insn_exec_cb(insn, tlb_insn_cb, QEMU_PLUGIN_CB_R_REGS, ti);
+			struct tlb_insn *tl = xmalloc(sizeof(*tl));
+			tl->info = *info;
+			tl->va = va;
+			tl->at = ti;
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, tlb_insn_cb, QEMU_PLUGIN_CB_R_REGS, tl);
 			break;
 		}
 		default:
@@ -668,10 +874,9 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		for (int e = 0; e < NR_MEV; e++)
 			total->ev[e] = (u16)(total->ev[e] + per[i].ev[e]);
 	}
-	if (total->insns || total->pen || multi)
-		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_cb, QEMU_PLUGIN_CB_NO_REGS, total);
-	else
-		free(total);
+	/* ooo: every block, so that the core learns where each one ended */
+	if (total->insns || total->pen || multi || ooo)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_cb, QEMU_PLUGIN_CB_NO_REGS, data);
 	if (!any_marker)
 		return;
 	/* markers: the counts of the instructions after each one in this block */
@@ -681,6 +886,7 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		if (infos[k].kind == INSN_MARKER) {
 			struct marker *mk = xmalloc(sizeof(*mk));
 			mk->cmd = infos[k].marker_cmd;
+			mk->at = &data->ins[k];
 			mk->tail = tail;
 			qemu_plugin_register_vcpu_insn_exec_cb(insns[k], marker_cb, QEMU_PLUGIN_CB_R_REGS, mk);
 		}
@@ -741,6 +947,14 @@ static void vcpu_init_cb(qemu_plugin_id_t id, unsigned vi)
 	v->last_page4k = v->last_page2m = ~0ull;
 	pac_flush(v);
 	rep_filter_reset(&v->rep);
+	if (ooo) {
+		v->core = malloc(sizeof(*v->core));
+		if (!v->core || core_init(v->core, &CP)) {
+			fprintf(stderr, "costmodel: cannot set up the out-of-order core of vCPU %u\n", vi);
+			abort();
+		}
+		v->a.core = v->core;
+	}
 	coh_cpu_init(vi, &v->l1, &v->l2, v->a.ev);
 }
 
@@ -793,10 +1007,12 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 			trace_ident = true;
 		} else if (!strcmp(argv[i], "causal=on") || !strcmp(argv[i], "causal=off")) {
 			causal = argv[i][7] == 'o' && argv[i][8] == 'n';
+		} else if (!strcmp(argv[i], "core=ooo") || !strcmp(argv[i], "core=inorder")) {
+			ooo = argv[i][5] == 'o';
 		} else {
 			fprintf(stderr,
 				"costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE, causal=on|off, "
-				"trace=ident)\n",
+				"core=inorder|ooo, trace=ident)\n",
 				argv[i]);
 			return -1;
 		}
@@ -833,10 +1049,11 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	multi = max_vcpus > 1;
 	ident_init(&ident, max_vcpus);
 	vcpus = calloc(max_vcpus, sizeof(*vcpus));
-	clock_init(&P);
+	clock_init(&P, ooo);
+	CP = core_params_from_profile(&P);
 	char hello_tail[128];
-	snprintf(hello_tail, sizeof(hello_tail), " plugin_api=%d physmap=0x%llx%s", info->version.cur,
-		 (unsigned long long)physmap, causal ? "" : " causal=off");
+	snprintf(hello_tail, sizeof(hello_tail), " plugin_api=%d physmap=0x%llx%s%s", info->version.cur,
+		 (unsigned long long)physmap, causal ? "" : " causal=off", ooo ? " core=ooo" : "");
 	if (!vcpus || coh_init(&P, max_vcpus, causal, &coh_clock_ops) ||
 	    proto_init(max_vcpus, &P, out_fd, hello_tail)) {
 		fprintf(stderr, "costmodel: out of memory\n");

@@ -24,7 +24,7 @@ costmodel_SRCS := model/test_model.c model/decode_ref.c $(MODEL_CORE)
 costmodel_LDLIBS := $(MODEL_LDLIBS)
 
 HOST_TESTS += coherence
-coherence_SRCS := model/test_coherence.c model/coherence.c model/clock.c model/cache.c model/ident.c
+coherence_SRCS := model/test_coherence.c model/coherence.c model/clock.c model/core.c model/profile.c model/cache.c model/ident.c
 
 HOST_TESTS += core
 core_SRCS := model/test_core.c model/core.c model/profile.c

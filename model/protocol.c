@@ -138,7 +138,7 @@ static void stats_and_print(const char *key, unsigned vidx)
 			idx[j] = idx[j - 1];
 		idx[j] = i;
 	}
-	for (int k = 0; k < NR_PART && len < (int)sizeof(line) - 64; k++) {
+	for (int k = 0; k < (int)nr_part_shown && len < (int)sizeof(line) - 64; k++) {
 		int64_t x = n & 1 ? va->part[idx[n / 2]][k]
 				  : (va->part[idx[n / 2 - 1]][k] + va->part[idx[n / 2]][k]) / 2;
 		u64 a = (u64)(x < 0 ? -x : x);

@@ -47,7 +47,7 @@ static struct profile test_profile(void)
 static int setup(unsigned n, bool causal)
 {
 	struct profile p = test_profile();
-	clock_init(&p);
+	clock_init(&p, false);
 	memset(acct, 0, sizeof(acct));
 	if (coh_init(&p, n, causal, &t_clock))
 		return -1;

@@ -586,11 +586,18 @@ def main(a):
     runner.write_json(os.path.join(out, "panel.json"), data)
     if a.save:
         os.makedirs(a.save, exist_ok=True)
-        runner.write_json(os.path.join(a.save, "native-panel-%s.json" % pname), data)
+        runner.write_json(os.path.join(a.save, "native-panel-%s.json" % saved_name(
+            pname, data["model_args"])), data)
     if a.plot:
         plot(data, a.plot)
     print("native-panel: %s (%.0f s)" % (out, data["duration_s"]), file=sys.stderr)
     return 0
+
+
+def saved_name(profile, model_args):
+    """The name a panel is saved under: the profile's, with -ooo under the out-of-order
+    core (BAREMM_MODEL_ARGS=core=ooo), so that both cores' panels sit side by side."""
+    return profile + ("-ooo" if "core=ooo" in (model_args or "").split(",") else "")
 
 
 def add_parser(sub):
@@ -614,30 +621,36 @@ def add_parser(sub):
 # ---- docs/COSTMODEL.md ----
 
 PANEL_PROFILES = ("host", "skylake-sp", "zen3")
+# the same under the out-of-order core (saved_name)
+PANEL_NAMES = PANEL_PROFILES + tuple(p + "-ooo" for p in PANEL_PROFILES)
 
 
 def gen_doc_block(root, problems):
     """The generated block `native-panel` of docs/COSTMODEL.md: one table per profile
     with saved data (docs/data/native-panel-<profile>.json)."""
     out = []
-    for prof in PANEL_PROFILES:
-        path = os.path.join(root, "docs", "data", "native-panel-%s.json" % prof)
+    for name in PANEL_NAMES:
+        ooo = name.endswith("-ooo")
+        prof = name[:-4] if ooo else name
+        env = "BAREMM_MODEL_ARGS=core=ooo " if ooo else ""
+        path = os.path.join(root, "docs", "data", "native-panel-%s.json" % name)
         d = load_json(path)
         if d is None:
-            out.append("**%s**: not measured (`tools/baremm native-panel --model %s --save "
-                       "docs/data`)." % (prof, prof))
+            out.append("**%s%s**: not measured (`%stools/baremm native-panel --model %s --save "
+                       "docs/data`)." % (prof, ", out-of-order core" if ooo else "", env, prof))
             continue
         g = d.get("git") or {}
         build = (g.get("rev") or "")[:12]
         if g.get("dirty"):
             problems.append("native-panel-%s.json: from a dirty tree (build %s)" % (prof, build))
         s = d["summary"]
-        out.append("**Profile %s** (build `%s`%s; host %s, core %.2f GHz measured; kernel %s; "
-                   "%d native rounds, %d model runs per row). Command: `tools/baremm native-panel "
-                   "--model %s --save docs/data --plot docs/img/native-panel-%s.png`." % (
-                       prof, build, ", dirty tree" if g.get("dirty") else "",
+        out.append("**Profile %s, %s core** (build `%s`%s; host %s, core %.2f GHz measured; "
+                   "kernel %s; %d native rounds, %d model runs per row). Command: `%stools/baremm "
+                   "native-panel --model %s --save docs/data --plot docs/img/native-panel-%s.png`." % (
+                       prof, "out-of-order" if ooo else "in-order", build,
+                       ", dirty tree" if g.get("dirty") else "",
                        d["host"].get("cpu", "?"), d["host"]["core_ghz"], d.get("kernel"),
-                       d["rounds"], d["model_rounds"], prof, prof))
+                       d["rounds"], d["model_rounds"], env, prof, name))
         rows = []
         for r in d["rows"]:
             rows.append(["`%s`" % r["name"], r["group"], str(r["cpus"]), _f(r["insns_per_op"]),

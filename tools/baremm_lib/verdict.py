@@ -422,6 +422,9 @@ MODEL_PARTS = (("instructions", "insns"), ("fixed penalties", "penalties"),
                ("cache and transfer latency", "cache"), ("TLB misses and walks", "tlb"),
                ("rep-string lines", "rep"), ("MMIO", "io"),
                ("waits for other CPUs' stores", "wait"), ("IPI waits", "ipi"))
+# The out-of-order core (core=ooo) adds one: mispredicted branches. A figure carries it only
+# from that core, so it is optional.
+OPTIONAL_PARTS = (("mispredicted branches", "branch"),)
 PARTS_TOL = 0.005       # |sum of the parts - median| / median
 # The counts quoted beside them, when they move.
 MODEL_COUNTS = ("model_l1d_miss", "model_l2_miss", "model_llc_miss", "model_c2c_transfer",
@@ -434,7 +437,9 @@ def model_parts(r):
     no parts (figures saved before the plugin did)."""
     extra = (r or {}).get("extra") or {}
     try:
-        return [(what, float(extra["part." + name])) for what, name in MODEL_PARTS]
+        return [(what, float(extra["part." + name])) for what, name in MODEL_PARTS] + [
+            (what, float(extra["part." + name])) for what, name in OPTIONAL_PARTS
+            if "part." + name in extra]
     except (KeyError, ValueError):
         return None
 
