@@ -26,6 +26,7 @@ struct core_params core_params_from_profile(const struct profile *prof)
 	p.load_buffer = (u32)prof->load_buffer;
 	p.store_buffer = (u32)prof->store_buffer;
 	p.fill_buffers = (u32)prof->fill_buffers;
+	p.page_walkers = (u32)prof->page_walkers;
 	p.mispredict = (u32)prof->mispredict;
 	p.l1d_lat = (u32)prof->l1d_lat;
 	for (unsigned k = 0; k < NR_CLS; k++)
@@ -50,7 +51,8 @@ int core_init(struct core *c, const struct core_params *p)
 {
 	if (!p->width || !p->rob_size || p->rob_size > CORE_ROB_MAX || !p->load_buffer ||
 	    p->load_buffer > CORE_LB_MAX || !p->store_buffer || p->store_buffer > CORE_SB_MAX ||
-	    !p->fill_buffers || p->fill_buffers > CORE_FB_MAX)
+	    !p->fill_buffers || p->fill_buffers > CORE_FB_MAX || !p->page_walkers ||
+	    p->page_walkers > CORE_PW_MAX)
 		return -1;
 	memset(c, 0, sizeof(*c));
 	c->p = *p;
@@ -230,6 +232,22 @@ static u64 fb_take(struct core *c, u64 t, u64 lat)
 		c->st.fb_waits++;
 	}
 	c->fb[best] = t + lat;
+	return t;
+}
+
+/* A page walker for a walk that wants one at t and lasts lat: the one free first (in
+ * program order, like the fill buffers). Returns when the walk starts. */
+static u64 pw_take(struct core *c, u64 t, u64 lat)
+{
+	unsigned best = 0;
+	for (unsigned k = 1; k < c->p.page_walkers; k++)
+		if (c->pw[k] < c->pw[best])
+			best = k;
+	if (c->pw[best] > t) {
+		t = c->pw[best];
+		c->st.pw_waits++;
+	}
+	c->pw[best] = t + lat;
 	return t;
 }
 
@@ -413,9 +431,11 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 				c->st.fwd_blocked++;
 			}
 			lt.tlb = a->tlb_lat;
+			if (a->walk)	/* waiting for a walker is TLB time too */
+				lt.tlb += (u32)(pw_take(c, lt.start, a->tlb_lat) - lt.start);
 			lt.cache = a->cache_lat;
 			if (a->l1_miss) {
-				u64 cs = lt.start + a->tlb_lat;
+				u64 cs = lt.start + lt.tlb;
 				lt.cache += (u32)(fb_take(c, cs, a->cache_lat) - cs);
 			}
 		}
@@ -455,7 +475,10 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 			const struct core_mem *a = &acc[i];
 			if (!a->is_store)
 				continue;
-			u64 rs = Ia + a->tlb_lat;
+			u64 rs = Ia;
+			if (a->walk)
+				rs = pw_take(c, rs, a->tlb_lat);
+			rs += a->tlb_lat;
 			if (a->l1_miss)
 				rs = fb_take(c, rs, a->cache_lat);
 			u64 rfo = rs + a->cache_lat;

@@ -105,6 +105,7 @@ struct core_mem {
 	u32 size;		/* bytes */
 	bool is_store;
 	bool l1_miss;		/* missed the L1d: holds a fill buffer for cache_lat */
+	bool walk;		/* missed the STLB: a page walker is busy for tlb_lat */
 	u32 cache_lat;		/* the hierarchy's price of the line (l1d_lat on a hit) */
 	u32 tlb_lat;		/* the TLB's price (0 on an L1 dTLB hit; STLB, walk) */
 };
@@ -122,6 +123,7 @@ struct core_branch {
 struct core_params {
 	u32 width;		/* dispatch and commit: uops per cycle */
 	u32 rob_size, load_buffer, store_buffer, fill_buffers;
+	u32 page_walkers;	/* page walks in flight at once */
 	u32 mispredict;		/* cycles from a mispredicted branch's completion to the
 				 * dispatch of the next instruction */
 	u32 l1d_lat;		/* the latency of a forwarded load */
@@ -133,6 +135,7 @@ struct core_params {
 #define CORE_LB_MAX 256
 #define CORE_SB_MAX 256
 #define CORE_FB_MAX 64
+#define CORE_PW_MAX 16
 /* The branch predictor's fixed geometry (docs/COSTMODEL.md): gshare with 2^14 2-bit
  * counters and 14 bits of global history, a 16-entry return stack, a 1024-entry
  * last-target table for indirect jumps and calls. */
@@ -159,6 +162,7 @@ struct core_stats {
 	u64 rob_stalls;		/* dispatches delayed by a full ROB */
 	u64 lb_stalls, sb_stalls;	/* ... by a full load / store buffer */
 	u64 fb_waits;		/* misses that waited for a free fill buffer */
+	u64 pw_waits;		/* walks that waited for a free page walker */
 };
 
 struct core {
@@ -191,6 +195,8 @@ struct core {
 	u64 fwd[CORE_FWD];	/* store seq + 1 of the youngest store to a granule, 0 = none */
 	/* fill buffers: when each is free */
 	u64 fb[CORE_FB_MAX];
+	/* page walkers: when each is free */
+	u64 pw[CORE_PW_MAX];
 	/* branch prediction */
 	u32 ghist;
 	u32 ras_top;		/* pushes minus pops (the stack wraps: deep recursion overwrites) */

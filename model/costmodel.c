@@ -505,6 +505,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		return;
 	}
 	bool store = qemu_plugin_mem_is_store(info);
+	u64 walks = v->a.ev[EV_WALK];
 	u64 t = translate(v, vi, va);
 	u64 d = data_line(v, vi, pa >> LINE_SHIFT, store, true, ti->atomic);
 	v->a.ev[EV_CYC_TLB] += t;
@@ -521,6 +522,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 		m->l1_miss = d > P.l1d_lat;
 		m->cache_lat = (u32)d;
 		m->tlb_lat = (u32)t;
+		m->walk = v->a.ev[EV_WALK] != walks;
 	}
 }
 

@@ -46,6 +46,7 @@ struct profile {
 	u64 core_width, rob_size, load_buffer, store_buffer, fill_buffers, mispredict;
 	u64 lat_imul, lat_div, lat_vec, lat_fp, lat_fpdiv;
 	u64 prefetch_lines, prefetch_streams;
+	u64 page_walkers;	/* page walks in flight at once */
 };
 
 /* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */

@@ -19,6 +19,7 @@ static struct core_params test_params(void)
 	prof.load_buffer = 72;
 	prof.store_buffer = 56;
 	prof.fill_buffers = 10;
+	prof.page_walkers = 2;
 	prof.mispredict = 16;
 	prof.l1d_lat = 4;
 	prof.lat_imul = 3;
@@ -92,6 +93,33 @@ static void cond_branch(u64 pc, bool taken)
 	struct core_op op = { .reg_read = CORE_BIT(CORE_REG_FLAGS), .cls = CLS_BRANCH_COND, .uops = 1 };
 	struct core_branch b = { .pc = pc, .target = pc + 0x40, .next = pc + 2, .taken = taken };
 	core_insn(&C, &op, NULL, 0, &b);
+}
+
+/* mov (addr_reg), dst whose translation missed the STLB: a page walk of walk_lat first */
+static void load_walk(unsigned addr_reg, unsigned dst, u64 va, u32 walk_lat)
+{
+	struct core_op op = { .reg_read = R(addr_reg), .reg_write = R(dst), .reg_addr = R(addr_reg),
+			      .cls = CLS_LOAD, .uops = 1 };
+	struct core_mem m = { .va = va, .size = 8, .cache_lat = 4, .tlb_lat = walk_lat, .walk = true };
+	core_insn(&C, &op, &m, 1, NULL);
+}
+
+/* Independent loads that each walk overlap their walks page_walkers at a time: n walks
+ * of W cycles take about n * W / page_walkers, not n * W (no limit) nor W (all at once). */
+HTEST(page_walkers_bound_walk_overlap)
+{
+	const unsigned n = 64, W = 40;
+	struct core_params p = test_params();
+	for (unsigned walkers = 1; walkers <= 4; walkers *= 2) {
+		p.page_walkers = walkers;
+		setup(&p);
+		for (unsigned i = 0; i < n; i++)
+			load_walk(1, 2 + i % 8, 0x1000ull * (i + 1), W);
+		u64 t = core_now(&C), want = (u64)n * W / walkers;
+		HT_EXPECT(t >= want && t <= want + W + 20);
+		HT_EXPECT_EQ(C.st.pw_waits, (u64)(n - walkers));
+		PARTS_ADD_UP();
+	}
 }
 
 HTEST(params_from_profile)

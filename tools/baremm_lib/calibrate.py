@@ -40,7 +40,7 @@ PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_
 # (the key contract shared with the core model; docs/COSTMODEL.md, "Calibration").
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
-             "prefetch_lines", "prefetch_streams")
+             "prefetch_lines", "prefetch_streams", "page_walkers")
 
 KEYS = PARSER_KEYS + CORE_KEYS
 
@@ -129,6 +129,8 @@ _SKYLAKE_CORE = {
     "lat_fpdiv": (13, _src(_AGNER_IT + ", Skylake: DIVSD latency 13-14, lower value")),
     "prefetch_lines": (20, _INTEL_PF),
     "prefetch_streams": (32, _INTEL_PF_N),
+    "page_walkers": (2, _src(_INTEL_OPT + ", Broadwell and Skylake: two page walkers "
+                             "(TLB misses handled in parallel)")),
 }
 
 _SUNNY_COVE_CORE = dict(_SKYLAKE_CORE, **{
@@ -164,6 +166,8 @@ _GOLDEN_COVE_CORE = dict(_SUNNY_COVE_CORE, **{
     "lat_fp": (2, _src("cpunews.net, Alder Lake analysis p.5: Golden Cove adds dedicated FADD "
                        "units on ports 1 and 5 with lower latency than the FMA units [checked]; "
                        + _AGNER_IT + ", Alder Lake P: ADDSD latency 2 (MULSD 4)")),
+    "page_walkers": (4, _src("cpunews.net, Alder Lake architecture analysis p.5: page walkers "
+                             "raised from 2 to 4 on Golden Cove", True)),
 })
 
 _ZEN2_CORE = {
@@ -187,6 +191,8 @@ _ZEN2_CORE = {
     "lat_fpdiv": (13, _src(_AGNER_IT + ", Zen 2: DIVSD latency 13-15, lower value")),
     "prefetch_lines": (20, _AMD_PF),
     "prefetch_streams": (32, _AMD_PF_N),
+    "page_walkers": (2, _src("AMD, Zen 3 presentation (Hot Chips 33, 2021): six page-table "
+                             "walkers, up from two in Zen 2")),
 }
 
 _ZEN3_CORE = dict(_ZEN2_CORE, **{
@@ -203,6 +209,8 @@ _ZEN3_CORE = dict(_ZEN2_CORE, **{
                             "penalty 11-18 cycles, 13 typical; " + _AGNER_MA + ", Zen 3")),
     "lat_div": (9, _src(_AGNER_IT + ", Zen 3: DIV r64 latency 9-17, lower value")),
     "lat_fpdiv": (13, _src(_AGNER_IT + ", Zen 3: DIVSD latency 13.5")),
+    "page_walkers": (6, _src("AMD, Zen 3 presentation (Hot Chips 33, 2021): six page-table "
+                             "walkers, up from two in Zen 2")),
 })
 
 _ZEN4_CORE = dict(_ZEN3_CORE, **{
@@ -449,6 +457,8 @@ def derive_core(raw, cpuid):
     lookup("prefetch_lines", pf_text, "not measurable from user space")
     lookup("prefetch_streams", "user space cannot count the streams tracked",
            "not measurable from user space")
+    lookup("page_walkers", "user space cannot tell concurrent page walks from other TLB-miss "
+           "overlap", "not measurable from user space")
 
     if need and not entry:
         raise UnknownCpu(

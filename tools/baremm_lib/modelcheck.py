@@ -19,6 +19,15 @@ model once per profile and checks what the profile file says they must show:
   cross-socket latency from another socket's (CCD's) LLC;
 - every figure's parts (where its cycles went) add up to its median.
 
+Under the out-of-order core (`--core ooo`, plugin argument core=ooo) what changes is what an
+out-of-order core must change: a dependent chase costs the level's latency alone (the
+loop's other instructions run in the shadow of the chain); the TLB-reach loads do not
+depend on each other, so they overlap and only the event counts (one walk per load beyond
+the STLB) and an ordering (beyond the STLB costs more than inside the L1 dTLB) are known
+answers; the walk cases and the parts are checked as for the in-order core. The two-CPU
+known answers price one CPU's own path serially (the in-order core's rule); under core=ooo
+only their parts and their repeatability (two boots, identical figures) are checked.
+
 The expectations come from the profile file alone, so a profile or model change that
 moves a plateau fails here. The check functions read parsed results only, so they are
 unit-tested on synthetic figures (tests/tools/test_modelcheck.py).
@@ -92,7 +101,7 @@ def _within(got, want):
     return abs(got - want) <= TOLERANCE * want
 
 
-def check_pointer_chase(results, prof):
+def check_pointer_chase(results, prof, core="inorder"):
     fails, seen = [], set()
     lat = {"l1": prof["l1d_lat"], "l2": prof["l2_lat"], "llc": prof["llc_lat"],
            "mem": prof["mem_lat"]}
@@ -103,7 +112,7 @@ def check_pointer_chase(results, prof):
         level = chase_level(nbytes, prof)
         if level is None:
             continue
-        want = prof["base_cpi"] * _insns(r) + lat[level]
+        want = lat[level] + (prof["base_cpi"] * _insns(r) if core == "inorder" else 0)
         if _within(r["median"], want):
             seen.add(level)
         else:
@@ -116,11 +125,13 @@ def check_pointer_chase(results, prof):
     return fails
 
 
-def check_tlb_reach(results, prof):
+def check_tlb_reach(results, prof, core="inorder"):
     fails = []
     figs = _figures(results, "model.tlb_reach")
     if not figs:
         return ["model.tlb_reach: no figures"]
+    if core != "inorder":
+        return check_tlb_reach_ooo(figs, prof)
     hit = prof["l1d_lat"]
     walked = False
     for pages, r in figs:
@@ -149,6 +160,28 @@ def check_tlb_reach(results, prof):
     return fails
 
 
+def check_tlb_reach_ooo(figs, prof):
+    """The out-of-order core's TLB-reach answers: one walk per load beyond twice the STLB,
+    none inside the L1 dTLB, and the walked loads cost more than the L1 dTLB hits."""
+    fails, inside, beyond = [], [], []
+    for pages, r in figs:
+        walks = r["events"].get("model_walk", 0)
+        if pages <= prof["dtlb4k_entries"]:
+            inside.append(r["median"])
+            if walks > 0.01:
+                fails.append("tlb_reach %d pages: %.4f walks per load, expected 0" % (pages, walks))
+        elif pages >= 2 * prof["stlb_entries"]:
+            beyond.append(r["median"])
+            if not 0.95 <= walks <= 1.05:
+                fails.append("tlb_reach %d pages: %.4f walks per load, expected 1" % (pages, walks))
+    if not inside or not beyond:
+        fails.append("tlb_reach: no case inside the L1 dTLB or beyond twice the STLB size")
+    elif min(beyond) <= max(inside):
+        fails.append("tlb_reach: walked loads (%.2f cycles/load at least) cost no more than "
+                     "L1 dTLB hits (%.2f at most)" % (min(beyond), max(inside)))
+    return fails
+
+
 def _walks_by_case(results, bench):
     return {v: r["events"].get("model_walk", 0) for v, r in _figures(results, bench)}
 
@@ -169,18 +202,36 @@ def check_walk_cases(results):
     return fails
 
 
-def check(results, prof):
+def check(results, prof, core="inorder"):
     """Every failure as a line of text (empty: the model shows the profile)."""
-    return (check_pointer_chase(results, prof) + check_tlb_reach(results, prof)
+    return (check_pointer_chase(results, prof, core) + check_tlb_reach(results, prof, core)
             + check_walk_cases(results) + modelcheck_smp.check_parts(results))
 
 
-def run(profiles, out=sys.stdout, no_build=False, keep=None):
+CORE_ARGS = {"inorder": "", "ooo": "core=ooo"}
+
+
+def run(profiles, out=sys.stdout, no_build=False, keep=None, core="inorder"):
     """Boot the known-answer benchmarks under each profile; returns (passed, failed)."""
     if not no_build:
         runner.build(model=True, quiet=True)
+    if core != "inorder":
+        old = os.environ.get("BAREMM_MODEL_ARGS")
+        os.environ["BAREMM_MODEL_ARGS"] = ",".join(x for x in (old, CORE_ARGS[core]) if x)
+        try:
+            return _run(profiles, out, keep, core)
+        finally:
+            if old is None:
+                del os.environ["BAREMM_MODEL_ARGS"]
+            else:
+                os.environ["BAREMM_MODEL_ARGS"] = old
+    return _run(profiles, out, keep, core)
+
+
+def _run(profiles, out, keep, core):
     top = keep or runner.new_dir(os.path.join(runner.ROOT, "results"),
-                                 "model-check-%s" % runner.timestamp())
+                                 "model-check-%s%s" % (runner.timestamp(),
+                                                       "" if core == "inorder" else "-" + core))
     passed = failed = 0
     for name in profiles:
         prof = load_profile(runner.resolve_profile(name))
@@ -194,8 +245,10 @@ def run(profiles, out=sys.stdout, no_build=False, keep=None):
                 rec["status"], len(rec["log"]["errors"]), os.path.join(d, "serial.log")))
         if rec.get("mode") != "model":
             fails.append("boot: not a cost-model run (no BAREMM-MODEL line)")
+        if not fails and (rec.get("model") or {}).get("core", "inorder") != core:
+            fails.append("boot: the plugin did not run the %s core" % core)
         if not fails:
-            fails = check(rec["results"], prof)
+            fails = check(rec["results"], prof, core)
         for f in fails:
             out.write("model-check %s: FAIL %s\n" % (name, f))
         if fails:
@@ -207,7 +260,10 @@ def run(profiles, out=sys.stdout, no_build=False, keep=None):
                      rec["qemu"]["duration_s"]))
         # across CPUs: a line ping-pong is two transfers, an IPI round trip two latencies
         # plus entry and exit (modelcheck_smp, -smp 2)
-        p, f, fails = modelcheck_smp.run(name, os.path.join(d, "smp2"))
+        if core != "inorder":
+            p, f, fails = modelcheck_smp.run_repeat(name, os.path.join(d, "smp2"))
+        else:
+            p, f, fails = modelcheck_smp.run(name, os.path.join(d, "smp2"))
         for x in fails:
             out.write("model-check %s: FAIL %s\n" % (name, x))
         passed, failed = passed + p, failed + f
@@ -222,7 +278,7 @@ def main(a):
         sys.stderr.write("baremm: no cost-model profiles in %s\n" % runner.PROFILE_DIR)
         return st.EXIT_TOOL_ERROR
     try:
-        passed, failed = run(profiles, no_build=a.no_build)
+        passed, failed = run(profiles, no_build=a.no_build, core=a.core)
     except (runner.ToolError, ProfileError, OSError) as e:
         sys.stderr.write("baremm: model-check: %s\n" % e)
         return st.EXIT_TOOL_ERROR
@@ -236,5 +292,8 @@ def add_parser(sub):
     p.add_argument("--profile", action="append", default=None,
                    help="a profile name or file (repeatable; default: every profile)")
     p.add_argument("--no-build", action="store_true")
+    p.add_argument("--core", choices=sorted(CORE_ARGS), default="inorder",
+                   help="the plugin's core (default inorder; ooo: the out-of-order core, "
+                   "with the answers it must give instead)")
     p.set_defaults(func=main)
     return p

@@ -426,6 +426,8 @@ MODEL_PARTS = (("instructions", "insns"), ("fixed penalties", "penalties"),
 # from that core, so it is optional.
 OPTIONAL_PARTS = (("mispredicted branches", "branch"),)
 PARTS_TOL = 0.005       # |sum of the parts - median| / median
+# ... or, for figures of a few cycles, the median's own resolution (two decimals)
+PARTS_ABS = 0.01
 # The counts quoted beside them, when they move.
 MODEL_COUNTS = ("model_l1d_miss", "model_l2_miss", "model_llc_miss", "model_c2c_transfer",
                 "model_dtlb_miss", "model_walk", "model_atomic", "model_serialise",
