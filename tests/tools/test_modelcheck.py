@@ -79,3 +79,51 @@ class ModelCheckTest(unittest.TestCase):
                 modelcheck.load_profile(f.name)
         finally:
             os.unlink(f.name)
+
+
+def load_ooo():
+    """Figures of a skylake-sp model run under the out-of-order core (core=ooo)."""
+    with open(data("model_kat_skylake_ooo.json")) as f:
+        return [dict(r, cpus=r.get("cpus", 1)) for r in json.load(f)]
+
+
+class ModelCheckOooTest(unittest.TestCase):
+    """The answers the out-of-order core must give, on figures of a real core=ooo run."""
+
+    def test_recorded_run_passes(self):
+        self.assertEqual(modelcheck.check(load_ooo(), PROFILE, "ooo"), [])
+
+    def test_ooo_figures_fail_the_inorder_answers(self):
+        # a dependent chase hides the loop's own instructions: not base_cpi x insns + lat
+        fails = modelcheck.check(load_ooo(), PROFILE, "inorder")
+        self.assertTrue(any("pointer_chase" in f for f in fails), fails)
+
+    def test_chase_paying_its_instructions_fails(self):
+        res = load_ooo()
+        for case in (4096, 16384):
+            r = find(res, "model.pointer_chase", case)
+            r["median"] += PROFILE["base_cpi"] * r["instructions"]
+        fails = modelcheck.check(res, PROFILE, "ooo")
+        self.assertTrue(any("(l1)" in f for f in fails), fails)
+
+    def test_walks_cheaper_than_tlb_hits_fail(self):
+        res = load_ooo()
+        for r in res:
+            if r["bench"] == "model.tlb_reach" and r["metric"].endswith(":8192]"):
+                r["median"] = 0.5
+        fails = modelcheck.check(res, PROFILE, "ooo")
+        self.assertTrue(any("cost no more than L1 dTLB hits" in f for f in fails), fails)
+
+    def test_missing_walks_fail(self):
+        res = load_ooo()
+        find(res, "model.tlb_reach", 8192)["events"]["model_walk"] = 0.2
+        fails = modelcheck.check(res, PROFILE, "ooo")
+        self.assertTrue(any("walks per load, expected 1" in f for f in fails), fails)
+
+    def test_branch_part_counts_in_the_sum(self):
+        res = load_ooo()
+        self.assertTrue(any("part.branch" in r["extra"] for r in res))
+        for r in res:
+            r["extra"].pop("part.branch", None)
+        fails = modelcheck.check(res, PROFILE, "ooo")
+        self.assertTrue(any(f.startswith("parts:") for f in fails), fails)

@@ -37,6 +37,13 @@ class ParseTest(unittest.TestCase):
         # the faster clock reading wins (a neighbour only slows the imul chain)
         self.assertAlmostEqual(self.native["alloc_cached"]["min"], 130.0)
 
+    def test_saved_name_keeps_the_cores_apart(self):
+        self.assertEqual(P.saved_name("host", ""), "host")
+        self.assertEqual(P.saved_name("host", "causal=off"), "host")
+        self.assertEqual(P.saved_name("zen3", "causal=off,core=ooo"), "zen3-ooo")
+        self.assertEqual(P.saved_name("zen3", "core=inorder"), "zen3")
+        self.assertEqual(len(set(P.PANEL_NAMES)), 2 * len(P.PANEL_PROFILES))
+
     def test_trust(self):
         self.assertTrue(self.native["alloc_cached"]["trusted"])
         self.assertFalse(self.native["noisy"]["trusted"])
