@@ -286,6 +286,32 @@ static bool predict(struct core *c, unsigned cls, const struct core_branch *br)
 	case CLS_BRANCH_COND: {
 		u8 *ctr = &c->pht[(hash_pc(br->pc) ^ c->ghist) & hmask];
 		bool pred = *ctr >= 2;
+		/* the loop predictor: runs of one direction whose length repeats (a loop's
+		 * body, then its exit) are predicted to end after that length again */
+		struct core_loop *l = &c->loop[hash_pc(br->pc) & (CORE_LOOP - 1)];
+		bool o = br->taken;
+		if (l->pc == br->pc) {
+			unsigned x = l->last;
+			if (l->conf[x] >= 2) {
+				pred = l->cur >= l->trip[x] ? !x : x;
+				c->st.loop_predicted++;
+			}
+			if (o == l->last) {
+				l->cur++;
+			} else {
+				if (l->trip[x] == l->cur) {
+					if (l->conf[x] < 3)
+						l->conf[x]++;
+				} else {
+					l->trip[x] = l->cur;
+					l->conf[x] = 0;
+				}
+				l->last = o;
+				l->cur = 1;
+			}
+		} else if (pred != o) {	/* gshare got it wrong: track the branch here */
+			*l = (struct core_loop){ .pc = br->pc, .trip = { ~0u, ~0u }, .cur = 1, .last = o };
+		}
 		if (br->taken && *ctr < 3)
 			(*ctr)++;
 		else if (!br->taken && *ctr > 0)

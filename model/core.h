@@ -136,10 +136,13 @@ struct core_params {
 #define CORE_SB_MAX 256
 #define CORE_FB_MAX 64
 #define CORE_PW_MAX 16
-/* The branch predictor's fixed geometry (docs/COSTMODEL.md): gshare with 2^14 2-bit
- * counters and 14 bits of global history, a 16-entry return stack, a 1024-entry
- * last-target table for indirect jumps and calls. */
-#define CORE_PHT_BITS 14
+/* The branch predictor's fixed geometry (docs/COSTMODEL.md): gshare with 2^16 2-bit
+ * counters and 16 bits of global history, beside a 256-entry loop predictor that takes
+ * over a conditional branch while its current run's direction has had the same run
+ * length three times in a row (a loop's body and exit); a 16-entry
+ * return stack, a 1024-entry last-target table for indirect jumps and calls. */
+#define CORE_PHT_BITS 16
+#define CORE_LOOP 256
 #define CORE_RAS 16
 #define CORE_ITT 1024
 /* store-to-load forwarding index: 8-byte granules hashed into this many slots */
@@ -157,6 +160,7 @@ struct core_store {
 struct core_stats {
 	u64 insns, uops, loads, stores;
 	u64 branches, mispredicts;
+	u64 loop_predicted;	/* conditional branches the loop predictor decided */
 	u64 forwards;		/* loads served by an in-flight store */
 	u64 fwd_blocked;	/* loads that overlapped one partly and waited for its drain */
 	u64 rob_stalls;		/* dispatches delayed by a full ROB */
@@ -203,6 +207,13 @@ struct core {
 	u64 ras[CORE_RAS];
 	u64 itt[CORE_ITT];
 	u8 pht[1u << CORE_PHT_BITS];
+	struct core_loop {
+		u64 pc;		/* the branch; 0 = free */
+		u32 trip[2];	/* per direction (not taken, taken): its last run's length */
+		u32 cur;	/* the current run's length so far */
+		u8 conf[2];	/* runs in a row of that direction that had length trip */
+		bool last;	/* the current run's direction */
+	} loop[CORE_LOOP];
 	/* where the cycles went */
 	u64 part[NR_CORE_PART];
 	struct core_stats st;

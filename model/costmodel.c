@@ -89,6 +89,7 @@ struct vcpu {
 	unsigned nacc;
 	struct core_mem acc[MAX_INSN_ACC];
 	u64 rep_tlb, rep_cyc, io_cyc;
+	bool rep_open;		/* a rep string instruction was given and may still iterate */
 };
 
 static struct profile P;
@@ -207,26 +208,40 @@ static inline unsigned cur(unsigned vi)
  * does.
  */
 
+/* A rep string instruction runs as one block per iteration (QEMU re-enters it), so the
+ * core is given it once per execution, with every iteration's lines, when the execution
+ * is over: when anything else is given, a new execution starts, or the clock is read. */
+static void flush_rep(struct vcpu *v)
+{
+	if (!v->rep_open)
+		return;
+	v->rep_open = false;
+	/* microcoded: priced per line as a whole, like the in-order core */
+	if (v->rep_tlb)
+		core_fixed(v->core, v->rep_tlb, CORE_PART_TLB, 0);
+	core_fixed(v->core, v->rep_cyc, CORE_PART_REP, 0);
+	v->rep_tlb = v->rep_cyc = 0;
+}
+
 static void feed_one(struct vcpu *v, unsigned vi, const struct tb_insn *ti, const struct core_branch *br)
 {
 	struct core *c = v->core;
 	if (multi && coh.cpu[vi].waiting) {
 		v->nacc = 0;
 		v->rep_tlb = v->rep_cyc = v->io_cyc = 0;
+		v->rep_open = false;
 		return;
 	}
+	if (ti->kind == INSN_REP_STRING) {
+		v->rep_open = true;
+		return;
+	}
+	flush_rep(v);
 	if (v->io_cyc) {	/* uncacheable: in order, after everything older */
 		core_fixed(c, v->io_cyc, CORE_PART_IO, CORE_FIX_DRAIN);
 		v->io_cyc = 0;
 	}
 	switch (ti->kind) {
-	case INSN_REP_STRING:
-		/* microcoded: priced per line as a whole, like the in-order core */
-		if (v->rep_tlb)
-			core_fixed(c, v->rep_tlb, CORE_PART_TLB, 0);
-		core_fixed(c, v->rep_cyc, CORE_PART_REP, 0);
-		v->rep_tlb = v->rep_cyc = 0;
-		break;
 	case INSN_PAUSE:
 		core_fixed(c, P.pause, CORE_PART_PEN, 0);
 		break;
@@ -265,10 +280,15 @@ static void finish_block(struct vcpu *v, unsigned vi, u64 next_pc)
 		 * exception came between the blocks */
 		bool irq = ti->is_branch ? ti->has_target && next_pc != ti->target && next_pc != fall
 					 : next_pc != fall;
+		bool rep_again = ti->kind == INSN_REP_STRING && next_pc == ti->va;
+		if (rep_again)	/* its next iteration, not an interrupt */
+			irq = false;
 		if (ti->is_branch && ti->has_target && !ti->is_cond)
 			br.target = ti->target;
 		v->pend_next = b->n;
 		feed_one(v, vi, ti, ti->is_branch && !irq ? &br : NULL);
+		if (!rep_again)
+			flush_rep(v);
 		if (irq)
 			core_drain(v->core);
 	}
@@ -393,8 +413,10 @@ static u64 translate(struct vcpu *v, unsigned vi, u64 va)
 static inline unsigned at_insn(unsigned vi, const void *ti)
 {
 	vi = cur(vi);
-	if (ooo)
+	if (ooo) {
 		catch_up(&vcpus[vi], vi, ((const struct tb_insn *)ti)->idx);
+		flush_rep(&vcpus[vi]);	/* ti is not a rep string: one before it is over */
+	}
 	return vi;
 }
 
@@ -473,8 +495,10 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 	const struct tb_insn *ti = ud;
 	vi = cur(vi);
 	struct vcpu *v = &vcpus[vi];
-	if (ooo)
+	if (ooo) {
 		catch_up(v, vi, ti->idx);
+		flush_rep(v);
+	}
 	u64 pa = ~0ull;
 	if (!phys_of(v, info, va, &pa)) {
 		v->a.ev[EV_IO]++;
@@ -537,6 +561,8 @@ static void rep_exec_cb(unsigned vi, void *ud)
 		catch_up(v, vi, ((const struct tb_insn *)ud)->idx);
 	u64 n = v->a.insns;
 	if (v->rep_insn != ud || v->rep_mark != n) {
+		if (ooo)
+			flush_rep(v);	/* the previous execution is over */
 		v->rep_insn = ud;
 		v->rep_mark = n;
 		v->a.rep_execs++;

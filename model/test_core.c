@@ -731,3 +731,31 @@ int main(void)
 {
 	return htest_main("core");
 }
+
+/* A loop longer than the global history: gshare alone mispredicts its exit every time
+ * (the history is all "taken" at the last iterations); the loop predictor learns the trip
+ * count and predicts the exit. A loop whose trip count changes every time falls back to
+ * gshare. */
+HTEST(loop_predictor_learns_long_loops)
+{
+	struct core_params p = test_params();
+	setup(&p);
+	const unsigned trips = 40, loops = 50;
+	for (unsigned k = 0; k < 10; k++)	/* training: gshare's cold counters, then 3 runs */
+		for (unsigned i = 0; i <= trips; i++)
+			cond_branch(0x4000, i < trips);
+	u64 m0 = C.st.mispredicts, l0 = C.st.loop_predicted;
+	for (unsigned k = 0; k < loops; k++)
+		for (unsigned i = 0; i <= trips; i++)
+			cond_branch(0x4000, i < trips);
+	HT_EXPECT_EQ(C.st.mispredicts - m0, 0);
+	HT_EXPECT_EQ(C.st.loop_predicted - l0, (u64)loops * (trips + 1));
+	PARTS_ADD_UP();
+	setup(&p);
+	for (unsigned k = 0; k < loops; k++)
+		for (unsigned i = 0; i <= trips + k % 7; i++)
+			cond_branch(0x4000, i < trips + k % 7);
+	/* irregular trip counts: the exits stay mispredicted */
+	HT_EXPECT(C.st.mispredicts >= loops / 2);
+	PARTS_ADD_UP();
+}
