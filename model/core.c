@@ -27,6 +27,7 @@ struct core_params core_params_from_profile(const struct profile *prof)
 	p.store_buffer = (u32)prof->store_buffer;
 	p.fill_buffers = (u32)prof->fill_buffers;
 	p.page_walkers = (u32)prof->page_walkers;
+	p.stores_per_cycle = prof->stores_per_cycle ? (u32)prof->stores_per_cycle : 1;
 	p.mispredict = (u32)prof->mispredict;
 	p.l1d_lat = (u32)prof->l1d_lat;
 	for (unsigned k = 0; k < NR_CLS; k++)
@@ -508,7 +509,8 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 			if (a->l1_miss)
 				rs = fb_take(c, rs, a->cache_lat);
 			u64 rfo = rs + a->cache_lat;
-			u64 dr = c->sb_last_drain + 1;
+			/* in order, stores_per_cycle per cycle at best */
+			u64 dr = c->sb_last_drain + (c->sb_drain_used >= c->p.stores_per_cycle);
 			u8 dcause = CORE_PART_INSNS;
 			if (R > dr)
 				dr = R;
@@ -530,6 +532,7 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 				g1 = g0 + 7;
 			for (u64 g = g0; g <= g1; g++)
 				c->fwd[g & (CORE_FWD - 1)] = seq + 1;
+			c->sb_drain_used = dr == c->sb_last_drain ? c->sb_drain_used + 1 : 1;
 			c->sb_last_drain = dr;
 			c->sb_last_cause = dcause;
 		}

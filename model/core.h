@@ -124,6 +124,7 @@ struct core_params {
 	u32 width;		/* dispatch and commit: uops per cycle */
 	u32 rob_size, load_buffer, store_buffer, fill_buffers;
 	u32 page_walkers;	/* page walks in flight at once */
+	u32 stores_per_cycle;	/* stores written from the store buffer to the L1d per cycle */
 	u32 mispredict;		/* cycles from a mispredicted branch's completion to the
 				 * dispatch of the next instruction */
 	u32 l1d_lat;		/* the latency of a forwarded load */
@@ -195,6 +196,7 @@ struct core {
 	u64 lb[CORE_LB_MAX];
 	struct core_store sb[CORE_SB_MAX];
 	u64 sb_last_drain;
+	u32 sb_drain_used;	/* stores written in cycle sb_last_drain */
 	u8 sb_last_cause;
 	u64 fwd[CORE_FWD];	/* store seq + 1 of the youngest store to a granule, 0 = none */
 	/* fill buffers: when each is free */

@@ -47,6 +47,7 @@ struct profile {
 	u64 lat_imul, lat_div, lat_vec, lat_fp, lat_fpdiv;
 	u64 prefetch_lines, prefetch_streams;
 	u64 page_walkers;	/* page walks in flight at once */
+	u64 stores_per_cycle;	/* stores the store buffer writes to the L1d per cycle */
 };
 
 /* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */

@@ -45,7 +45,7 @@ static const struct pkey keys[] = {
 	K(lat_imul, V_INT, 1, 1000), K(lat_div, V_INT, 1, 1000), K(lat_vec, V_INT, 1, 1000),
 	K(lat_fp, V_INT, 1, 1000), K(lat_fpdiv, V_INT, 1, 1000),
 	K(prefetch_lines, V_INT, 0, 64), K(prefetch_streams, V_INT, 0, 256),
-	K(page_walkers, V_INT, 1, 16),
+	K(page_walkers, V_INT, 1, 16), K(stores_per_cycle, V_INT, 1, 8),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

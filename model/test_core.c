@@ -20,6 +20,7 @@ static struct core_params test_params(void)
 	prof.store_buffer = 56;
 	prof.fill_buffers = 10;
 	prof.page_walkers = 2;
+	prof.stores_per_cycle = 1;
 	prof.mispredict = 16;
 	prof.l1d_lat = 4;
 	prof.lat_imul = 3;
@@ -758,4 +759,26 @@ HTEST(loop_predictor_learns_long_loops)
 	/* irregular trip counts: the exits stay mispredicted */
 	HT_EXPECT(C.st.mispredicts >= loops / 2);
 	PARTS_ADD_UP();
+}
+
+/* A long run of independent L1-hit stores is bound by how many stores the buffer writes
+ * per cycle once it is full: about n cycles at one per cycle, n / 2 at two (with 4-wide
+ * dispatch, the stores alone would take n / 4). */
+HTEST(stores_per_cycle_bound_a_store_run)
+{
+	const unsigned n = 2000;
+	u64 t[3];
+	for (unsigned spc = 1; spc <= 2; spc++) {
+		struct core_params p = test_params();
+		p.stores_per_cycle = spc;
+		setup(&p);
+		for (unsigned i = 0; i < n; i++)
+			store(1, 2, 0x10000 + 8 * i, 8, 4, false);
+		t[spc] = core_now(&C);
+		PARTS_ADD_UP();
+	}
+	/* the clock is the last commit: the buffer's last store_buffer stores are still to drain */
+	const unsigned sb = test_params().store_buffer;
+	HT_EXPECT(t[1] >= n - sb && t[1] <= n);
+	HT_EXPECT(t[2] >= (n - sb) / 2 && t[2] <= n / 2);
 }

@@ -39,7 +39,7 @@ def per_round_core(raw, key):
 # calibrate.py, so that a key dropped or renamed there fails here).
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
-             "prefetch_lines", "prefetch_streams", "page_walkers")
+             "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle")
 
 
 _BIN = []
@@ -78,7 +78,7 @@ class DeriveTest(unittest.TestCase):
         for k in ("core_width", "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp",
                   "lat_fpdiv"):
             self.assertTrue(self.c[k].startswith("MEASURED: "), k)
-        for k in ("prefetch_lines", "prefetch_streams", "page_walkers"):
+        for k in ("prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle"):
             self.assertTrue(self.c[k].startswith("LOOKED UP (Emerald Rapids"), k)
         lat = self.raw["core"]["lat"]
         self.assertEqual(self.v["lat_imul"], str(round(min(lat["imul"]) / min(lat["add"]))))
@@ -339,7 +339,8 @@ class CoreDerivationTest(unittest.TestCase):
         for k in ("rob_size", "store_buffer", "load_buffer", "fill_buffers"):
             self.assertTrue(c[k].startswith("MEASURED: "), k)
         self.assertIn("5 of 5 rounds agree", c["rob_size"])
-        self.assertEqual(d["looked_up"], ["prefetch_lines", "prefetch_streams", "page_walkers"])
+        self.assertEqual(d["looked_up"], ["prefetch_lines", "prefetch_streams", "page_walkers",
+                                           "stores_per_cycle"])
         # a different step gives a different value (the derivation reads the curve)
         raw = self.synthetic(rob_at=300, fb=10)
         v, _, _ = calibrate.derive_core(raw, raw["cpuid"])

@@ -40,7 +40,7 @@ PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_
 # (the key contract shared with the core model; docs/COSTMODEL.md, "Calibration").
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
-             "prefetch_lines", "prefetch_streams", "page_walkers")
+             "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle")
 
 KEYS = PARSER_KEYS + CORE_KEYS
 
@@ -131,9 +131,13 @@ _SKYLAKE_CORE = {
     "prefetch_streams": (32, _INTEL_PF_N),
     "page_walkers": (2, _src(_INTEL_OPT + ", Broadwell and Skylake: two page walkers "
                              "(TLB misses handled in parallel)")),
+    "stores_per_cycle": (1, _src(_INTEL_OPT + ", Skylake: one store per cycle (a single "
+                                 "store-data port)")),
 }
 
 _SUNNY_COVE_CORE = dict(_SKYLAKE_CORE, **{
+    "stores_per_cycle": (2, _src("WikiChip, Sunny Cove: a second store-data port, two stores "
+                                 "per cycle")),
     "core_width": (5, _src("WikiChip, Sunny Cove: wider allocation (5-way, up from 4-way)",
                            True)),
     "rob_size": (352, _src("WikiChip, Sunny Cove: 1.6x larger ROB (352, up from 224 entries)",
@@ -168,6 +172,8 @@ _GOLDEN_COVE_CORE = dict(_SUNNY_COVE_CORE, **{
                        + _AGNER_IT + ", Alder Lake P: ADDSD latency 2 (MULSD 4)")),
     "page_walkers": (4, _src("cpunews.net, Alder Lake architecture analysis p.5: page walkers "
                              "raised from 2 to 4 on Golden Cove", True)),
+    "stores_per_cycle": (2, _src("Chips and Cheese, \"Popping the Hood on Golden Cove\": two "
+                                 "store ports, two stores per cycle")),
 })
 
 _ZEN2_CORE = {
@@ -193,6 +199,8 @@ _ZEN2_CORE = {
     "prefetch_streams": (32, _AMD_PF_N),
     "page_walkers": (2, _src("AMD, Zen 3 presentation (Hot Chips 33, 2021): six page-table "
                              "walkers, up from two in Zen 2")),
+    "stores_per_cycle": (1, _src("AMD Software Optimization Guide for family 17h (Zen 2): one "
+                                 "store per cycle")),
 }
 
 _ZEN3_CORE = dict(_ZEN2_CORE, **{
@@ -211,6 +219,8 @@ _ZEN3_CORE = dict(_ZEN2_CORE, **{
     "lat_fpdiv": (13, _src(_AGNER_IT + ", Zen 3: DIVSD latency 13.5")),
     "page_walkers": (6, _src("AMD, Zen 3 presentation (Hot Chips 33, 2021): six page-table "
                              "walkers, up from two in Zen 2")),
+    "stores_per_cycle": (2, _src("AMD Software Optimization Guide for family 19h (Zen 3): up "
+                                 "to two stores per cycle")),
 })
 
 _ZEN4_CORE = dict(_ZEN3_CORE, **{
@@ -459,6 +469,8 @@ def derive_core(raw, cpuid):
            "not measurable from user space")
     lookup("page_walkers", "user space cannot tell concurrent page walks from other TLB-miss "
            "overlap", "not measurable from user space")
+    lookup("stores_per_cycle", "the store loop's rate also depends on the store buffer and the "
+           "loop's branch", "not measured")
 
     if need and not entry:
         raise UnknownCpu(
