@@ -14,6 +14,7 @@ const char *const ev_names[NR_MEV] = {
 	"insns", "cyc_pen", "cyc_io",
 	"ipi_behind", "ipi_behind_cycles",
 	"llc_remote",
+	"prefetch",
 };
 
 const char *const part_names[NR_PART] = {

@@ -38,6 +38,8 @@ enum {
 	EV_IPI_BEHIND, EV_IPI_BEHIND_CYCLES,
 	/* a line that only another socket's (CCD's) LLC held */
 	EV_LLC_REMOTE,
+	/* lines the L2 stream prefetcher filled into the L2 (prefetch=on) */
+	EV_PREFETCH,
 	NR_MEV
 };
 /* The names in ev.model_<name> fields, by event. */

@@ -48,7 +48,7 @@ static int dir_alloc(void)
 	return 0;
 }
 
-int coh_init(const struct profile *p, unsigned n, bool causal, const struct coh_clock *clk)
+int coh_init(const struct profile *p, unsigned n, bool causal, bool prefetch, const struct coh_clock *clk)
 {
 	coh_free();
 	coh.p = *p;
@@ -56,9 +56,13 @@ int coh_init(const struct profile *p, unsigned n, bool causal, const struct coh_
 	coh.n = n;
 	coh.multi = n > 1;
 	coh.causal = causal;
+	coh.prefetch = prefetch;
 	coh.cpu = calloc(n, sizeof(*coh.cpu));
 	if (!coh.cpu || (coh.multi && dir_alloc()))
 		return -1;
+	for (unsigned i = 0; prefetch && i < n; i++)
+		if (pf_init(&coh.cpu[i].pf, (unsigned)p->prefetch_streams, (unsigned)p->prefetch_lines))
+			return -1;
 	/* an LLC per socket (CCD) with CPUs: CPU n uses coh_socket_of(n)'s */
 	u64 used = (n + p->cores_per_socket - 1) / p->cores_per_socket;
 	coh.nllc = (unsigned)(used < p->sockets ? used : p->sockets);
@@ -77,6 +81,8 @@ void coh_free(void)
 		munmap(coh.dir_map, coh.dir_map_len);
 	for (unsigned i = 0; coh.llcs && i < coh.nllc; i++)
 		cache_free(&coh.llcs[i]);
+	for (unsigned i = 0; coh.cpu && i < coh.n; i++)
+		pf_free(&coh.cpu[i].pf);
 	free(coh.llcs);
 	free(coh.cpu);
 	memset(&coh, 0, sizeof(coh));
@@ -273,14 +279,44 @@ static u64 level_lat(struct coh_cpu *v, int lvl)
 	}
 }
 
+/* The L2 streamer of CPU v after a demand access that missed its L1d at @line: the lines
+ * it asks for are in v's L2 and LLC from now on (coherence.h). A line another CPU holds
+ * modified is not fetched: the streamer would have to take it from that CPU's cache. */
+static void stream_prefetch(struct coh_cpu *v, u64 line)
+{
+	u64 want[PF_PAGE_LINES];
+	unsigned n = pf_observe(&v->pf, line, want), vi = (unsigned)(v - coh.cpu);
+	for (unsigned i = 0; i < n; i++) {
+		u64 x = want[i];
+		if (cache_contains(v->h.l2, x))
+			continue;
+		if (coh.multi) {
+			struct dent *d = dir_get(x, false);
+			if (d) {
+				unsigned o = d->owner ? d->owner - 1u : vi;
+				if (o != vi && holds(o, x))
+					continue;
+				d->sharers |= sharer_bit(vi);	/* a store elsewhere must find the copy */
+			}	/* no entry: a store's new entry names every CPU a sharer */
+		}
+		cache_access(v->h.l2, x);
+		cache_access(v->h.llc, x);
+		v->ev[EV_PREFETCH]++;
+	}
+}
+
 /* This CPU's own hierarchy: the level that holds @line, or -1 for the line of the
- * previous access (an L1 hit without a lookup). */
+ * previous access (an L1 hit without a lookup). A miss in the L1d goes on to the L2's
+ * stream prefetcher. */
 static inline int hier_level(struct coh_cpu *v, u64 line)
 {
 	if (line == v->last_line)
 		return -1;
 	v->last_line = line;
-	return hier_access(&v->h, line);
+	int lvl = hier_access(&v->h, line);
+	if (coh.prefetch && lvl != LVL_L1)
+		stream_prefetch(v, line);
+	return lvl;
 }
 
 /* The latency of that level, counting its misses (so after a wait's events are undone). */

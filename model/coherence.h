@@ -17,12 +17,20 @@
  *   back to its values at the wait's start.
  * - With one CPU (coh_init with n == 1) coh_access() is the hierarchy alone: no directory,
  *   no waits, no IPIs; the glue calls nothing else here.
+ * - With prefetch (coh_init), every access of coh_access() that misses the CPU's L1d is
+ *   shown to its L2 stream prefetcher (prefetch.h), and the lines it asks for are filled
+ *   into the CPU's L2 and LLC at once (no timeliness: a prefetched line is there for the
+ *   next access), each counted as EV_PREFETCH. A line already in the L2 is left alone;
+ *   with several CPUs a line the directory says another CPU holds modified is skipped,
+ *   and a filled line gets this CPU's sharer bit, so another CPU's store invalidates it.
+ *   Without prefetch nothing of this runs (the figures are the model's without it).
  */
 #ifndef BAREMM_MODEL_COHERENCE_H
 #define BAREMM_MODEL_COHERENCE_H
 
 #include "model/model.h"
 #include "model/clock.h"
+#include "model/prefetch.h"
 
 /* How coherence reads and moves a CPU's clock (x100); the glue implements it. */
 struct coh_clock {
@@ -40,6 +48,7 @@ struct coh_cpu {
 	struct hierarchy h;	/* its L1d, L2 (the glue's) and LLC (coherence's) */
 	u64 *ev;		/* its event counters */
 	u64 last_line;		/* most recent line of the plain path: the L1's MRU line */
+	struct prefetcher pf;	/* its L2 stream prefetcher (coh.prefetch) */
 	u64 inval_line, inval_epoch;	/* last line this CPU's store invalidated elsewhere */
 	/* waits */
 	bool waiting;		/* after a pause: nothing is charged until it ends */
@@ -65,6 +74,7 @@ struct coherence {
 	unsigned n;		/* CPUs (slots) */
 	bool multi;		/* n > 1: the directory, waits and IPIs are modelled */
 	bool causal;		/* a load cannot see a store from its future (causal=off drops it) */
+	bool prefetch;		/* L2 stream prefetchers (prefetch=on) */
 	struct coh_cpu *cpu;
 	struct cache *llcs;	/* one LLC per socket (CCD) that has CPUs */
 	unsigned nllc;
@@ -76,8 +86,9 @@ struct coherence {
 };
 extern struct coherence coh;
 
-/* Sets up n CPUs (none live yet) and their sockets' LLCs. 0, or -1 out of memory. */
-int coh_init(const struct profile *p, unsigned n, bool causal, const struct coh_clock *clk);
+/* Sets up n CPUs (none live yet), their sockets' LLCs and, with prefetch, their L2 stream
+ * prefetchers (the profile's prefetch_streams and prefetch_lines). 0, or -1 out of memory. */
+int coh_init(const struct profile *p, unsigned n, bool causal, bool prefetch, const struct coh_clock *clk);
 void coh_free(void);
 /* CPU cpu comes up with these private caches and event counters. */
 void coh_cpu_init(unsigned cpu, struct cache *l1, struct cache *l2, u64 *ev);

@@ -2,7 +2,7 @@
  * baremm's cycle-cost model, a QEMU TCG plugin (docs/COSTMODEL.md): the QEMU glue.
  *
  *   qemu-system-x86_64 ... -icount shift=0,sleep=off,align=off \
- *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH][,causal=off]
+ *       -plugin build/model/costmodel.so,profile=model/profiles/skylake-sp.cfg[,physmap=0x..][,out=PATH][,causal=off][,prefetch=on]
  *
  * Per vCPU: clock = instructions x base_cpi + penalties (clock.c). Instructions and fixed
  * penalties (atomics, serialising instructions, IRET, ...) are summed per translation
@@ -97,6 +97,7 @@ static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
 static bool causal = true;	/* a load cannot see a store from its future (coherence.c); causal=off drops it */
+static bool prefetch;		/* prefetch=on: the L2 stream prefetchers (prefetch.c) fill lines ahead */
 static bool ooo;		/* core=ooo: the out-of-order core (core.c) is the clock */
 static struct core_params CP;
 static GByteArray *regbuf, *membuf;
@@ -1035,12 +1036,14 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 			trace_ident = true;
 		} else if (!strcmp(argv[i], "causal=on") || !strcmp(argv[i], "causal=off")) {
 			causal = argv[i][7] == 'o' && argv[i][8] == 'n';
+		} else if (!strcmp(argv[i], "prefetch=on") || !strcmp(argv[i], "prefetch=off")) {
+			prefetch = !strcmp(argv[i] + 9, "on");
 		} else if (!strcmp(argv[i], "core=ooo") || !strcmp(argv[i], "core=inorder")) {
 			ooo = argv[i][5] == 'o';
 		} else {
 			fprintf(stderr,
 				"costmodel: unknown argument '%s' (profile=FILE, physmap=ADDR, out=FILE, causal=on|off, "
-				"core=inorder|ooo, trace=ident)\n",
+				"prefetch=on|off, core=inorder|ooo, trace=ident)\n",
 				argv[i]);
 			return -1;
 		}
@@ -1080,9 +1083,10 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	clock_init(&P, ooo);
 	CP = core_params_from_profile(&P);
 	char hello_tail[128];
-	snprintf(hello_tail, sizeof(hello_tail), " plugin_api=%d physmap=0x%llx%s%s", info->version.cur,
-		 (unsigned long long)physmap, causal ? "" : " causal=off", ooo ? " core=ooo" : "");
-	if (!vcpus || coh_init(&P, max_vcpus, causal, &coh_clock_ops) ||
+	snprintf(hello_tail, sizeof(hello_tail), " plugin_api=%d physmap=0x%llx%s%s%s", info->version.cur,
+		 (unsigned long long)physmap, causal ? "" : " causal=off", ooo ? " core=ooo" : "",
+		 prefetch ? " prefetch=on" : "");
+	if (!vcpus || coh_init(&P, max_vcpus, causal, prefetch, &coh_clock_ops) ||
 	    proto_init(max_vcpus, &P, out_fd, hello_tail)) {
 		fprintf(stderr, "costmodel: out of memory\n");
 		return -1;

@@ -4,7 +4,8 @@
  * the table that tells vCPUs apart, with who a logical IPI reaches (ident.c); the host
  * test test_model.c tests them alone. The rooms built on them have their own headers:
  * clock.h (events, parts, a CPU's clock), coherence.h (across CPUs: directory, waits,
- * IPIs; tested by test_coherence.c) and protocol.h (the guest's markers and the output
+ * IPIs; tested by test_coherence.c), prefetch.h (the L2 stream prefetcher coherence.c
+ * drives; tested by test_prefetch.c) and protocol.h (the guest's markers and the output
  * lines). The plugin glue (costmodel.c) wires them all to QEMU.
  */
 #ifndef BAREMM_MODEL_H

@@ -2,7 +2,7 @@
 # and its host unit test (registered in HOST_TESTS, run by make host-test).
 MODEL_SO := $(BUILD)/model/costmodel.so
 MODEL_CORE := model/profile.c model/cache.c model/tlb.c model/decode.c model/ident.c model/core.c
-MODEL_CORE += model/clock.c model/coherence.c model/protocol.c
+MODEL_CORE += model/clock.c model/coherence.c model/prefetch.c model/protocol.c
 MODEL_SRCS := model/costmodel.c $(MODEL_CORE)
 MODEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I.
 # decode.c decodes with Zydis (Debian libzydis-dev; only a shared library ships, so the
@@ -24,7 +24,10 @@ costmodel_SRCS := model/test_model.c model/decode_ref.c $(MODEL_CORE)
 costmodel_LDLIBS := $(MODEL_LDLIBS)
 
 HOST_TESTS += coherence
-coherence_SRCS := model/test_coherence.c model/coherence.c model/clock.c model/core.c model/profile.c model/cache.c model/ident.c
+coherence_SRCS := model/test_coherence.c model/coherence.c model/prefetch.c model/clock.c model/core.c model/profile.c model/cache.c model/ident.c
+
+HOST_TESTS += prefetch
+prefetch_SRCS := model/test_prefetch.c model/prefetch.c model/coherence.c model/clock.c model/core.c model/profile.c model/cache.c model/ident.c
 
 HOST_TESTS += core
 core_SRCS := model/test_core.c model/core.c model/profile.c

@@ -49,7 +49,7 @@ static int setup(unsigned n, bool causal)
 	struct profile p = test_profile();
 	clock_init(&p, false);
 	memset(acct, 0, sizeof(acct));
-	if (coh_init(&p, n, causal, &t_clock))
+	if (coh_init(&p, n, causal, false, &t_clock))
 		return -1;
 	for (unsigned c = 0; c < n; c++) {
 		if (cache_init(&l1[c], p.l1d_kib, p.l1d_ways) || cache_init(&l2[c], p.l2_kib, p.l2_ways))
