@@ -97,7 +97,8 @@ static struct vcpu *vcpus;
 static unsigned max_vcpus;
 static u64 physmap = 0xffff888000000000ull;
 static bool causal = true;	/* a load cannot see a store from its future (coherence.c); causal=off drops it */
-static bool prefetch;		/* prefetch=on: the L2 stream prefetchers (prefetch.c) fill lines ahead */
+static bool prefetch;		/* the L2 stream prefetchers (prefetch.c) fill lines ahead: prefetch=on,
+				 * or by default under core=ooo (the in-order core's figures predate it) */
 static bool ooo;		/* core=ooo: the out-of-order core (core.c) is the clock */
 static struct core_params CP;
 static GByteArray *regbuf, *membuf;
@@ -1020,6 +1021,7 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 		return -1;
 	}
 	const char *profile = NULL, *out = NULL;
+	int prefetch_arg = -1;	/* not given */
 	for (int i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "profile=", 8)) {
 			profile = argv[i] + 8;
@@ -1037,7 +1039,7 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 		} else if (!strcmp(argv[i], "causal=on") || !strcmp(argv[i], "causal=off")) {
 			causal = argv[i][7] == 'o' && argv[i][8] == 'n';
 		} else if (!strcmp(argv[i], "prefetch=on") || !strcmp(argv[i], "prefetch=off")) {
-			prefetch = !strcmp(argv[i] + 9, "on");
+			prefetch_arg = !strcmp(argv[i] + 9, "on");
 		} else if (!strcmp(argv[i], "core=ooo") || !strcmp(argv[i], "core=inorder")) {
 			ooo = argv[i][5] == 'o';
 		} else {
@@ -1048,6 +1050,7 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 			return -1;
 		}
 	}
+	prefetch = prefetch_arg < 0 ? ooo : prefetch_arg;
 	if (!profile) {
 		fprintf(stderr, "costmodel: give profile=FILE (model/profiles/*.cfg)\n");
 		return -1;
