@@ -123,6 +123,23 @@ class CheckTest(unittest.TestCase):
         out = C.checks(self.rec(1000.0, 10.0), self.native(60.0), "X 6 1 1")
         self.assertEqual(self.statuses(out, "ratio_recorded"), {"fail"})
 
+    def with_probe(self, rec, native, recorded, now):
+        from baremm_lib import panelcheck as C
+        rec["rows"].append({"name": C.PROBE, "model": 1.0, "ratio": 1.0, "native_min": recorded})
+        native[C.PROBE] = {"min": now, "trusted": False, "repeats": 1, "values": [now]}
+        return rec, native
+
+    def test_busy_core_skips_instead_of_failing(self):
+        from baremm_lib import panelcheck as C
+        rec, nat = self.with_probe(self.rec(1000.0, 10.0), self.native(160.0), 1.0, 1.6)
+        out = C.checks(rec, nat, "X 6 1 1")
+        self.assertEqual({s for _, s, _ in out}, {"skip"})
+        self.assertTrue(all("busier" in why for _, _, why in out))
+        # the same slow rows on a core as fast as at the recording fail
+        rec, nat = self.with_probe(self.rec(1000.0, 10.0), self.native(160.0), 1.0, 1.1)
+        out = C.checks(rec, nat, "X 6 1 1")
+        self.assertEqual(self.statuses(out, "ratio_recorded"), {"fail"})
+
     def test_in_band_passes(self):
         from baremm_lib import panelcheck as C
         out = C.checks(self.rec(100.0, 1.0), self.native(100.0), "X 6 1 1")
