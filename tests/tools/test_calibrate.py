@@ -100,6 +100,17 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(self.v["llc_kib"], str(leaf4[3]["kib"]))
         self.assertEqual(self.v["llc_ways"], str(leaf4[3]["ways"]))
 
+    def test_amd_cache_leaf_is_named(self):
+        # AMD reserves leaf 4: the measurer reads 0x8000001D (same layout) and says so
+        raw = recorded()
+        raw["cpuid"].update(vendor="AuthenticAMD", family=0x19, model=0x11, cache_leaf=0x8000001D)
+        entries, _, _ = calibrate.derive(raw, raw["_topology"])
+        com = {k: c for k, _, c in entries}
+        self.assertTrue(com["l2_kib"].startswith("CPUID leaf 0x8000001D, level 2"), com["l2_kib"])
+        raw["cpuid"]["leaf4"] = []
+        with self.assertRaisesRegex(calibrate.CalibrateError, "0x8000001D on AMD"):
+            calibrate.derive(raw, raw["_topology"])
+
     def test_latencies_come_from_their_working_sets(self):
         ws = self.raw["chase"]["ws_kib"]
         l1 = min(col(self.raw, "chase", "ticks_4k", ws.index(24)))

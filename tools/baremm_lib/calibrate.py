@@ -589,7 +589,8 @@ def _cache_level(leaf4, level):
     for c in leaf4:
         if c["level"] == level and c["type"] in ("data", "unified"):
             return c
-    raise CalibrateError("CPUID leaf 4 has no level-%d data cache" % level)
+    raise CalibrateError("CPUID's cache parameters (leaf 4 on Intel, 0x8000001D on AMD) "
+                         "have no level-%d data cache" % level)
 
 
 def derive(raw, topology=None, root=None):
@@ -614,8 +615,9 @@ def derive(raw, topology=None, root=None):
     c["base_cpi"] = ("model choice, as in every profile: the dependent latency of a simple "
                      "integer op (1 cycle)")
 
-    # caches: sizes and ways from CPUID leaf 4, latencies from the chase plateaus
+    # caches: sizes and ways from CPUID's cache parameters, latencies from the chase plateaus
     leaf4 = cpuid["leaf4"]
+    cleaf = "CPUID leaf %s" % ("0x8000001D" if cpuid.get("cache_leaf") == 0x8000001D else "4")
     l1, l2, l3 = (_cache_level(leaf4, n) for n in (1, 2, 3))
     ws = raw["chase"]["ws_kib"]
     lat4k = {w: spread(column(raw, "chase", "ticks_4k", i)) for i, w in enumerate(ws)}
@@ -645,9 +647,9 @@ def derive(raw, topology=None, root=None):
     for lvl, key, info in ((1, "l1d", l1), (2, "l2", l2), (3, "llc", l3)):
         v[key + "_kib"] = str(info["kib"])
         v[key + "_ways"] = str(info["ways"])
-        c[key + "_kib"] = "CPUID leaf 4, level %d: %d sets x %d ways x %d B" % (
+        c[key + "_kib"] = cleaf + ", level %d: %d sets x %d ways x %d B" % (
             lvl, info["sets"], info["ways"], info["line"])
-        c[key + "_ways"] = "CPUID leaf 4, level %d" % lvl
+        c[key + "_ways"] = cleaf + ", level %d" % lvl
 
     # L1: half the L1, few pages (every TLB level hits)
     w1 = _pick(ws, 1, l1["kib"] // 2)

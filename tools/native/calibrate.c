@@ -693,6 +693,7 @@ static void print_cpuid(void)
 		mod += ((a >> 16) & 15) << 4;
 	bool hyper = (c >> 31) & 1;
 	__cpuid(0x80000000, a, b, c, d);
+	unsigned extleaf = a;
 	if (a >= 0x80000004)
 		for (unsigned l = 0; l < 3; l++) {
 			unsigned r[4];
@@ -714,10 +715,20 @@ static void print_cpuid(void)
 	printf("\"cpuid\": {\"vendor\": \"%s\", \"brand\": \"%s\", \"family\": %u, \"model\": %u, "
 	       "\"stepping\": %u, \"hypervisor\": \"%s\", \"leaf4\": [",
 	       vendor, brand, fam, mod, step, hv);
-	bool first = true;
+	/* deterministic cache parameters: leaf 4 on Intel; AMD has the same layout in leaf
+	 * 0x8000001D (with TOPOEXT, CPUID 0x80000001 ECX bit 22) and reserves leaf 4 */
+	unsigned cache_leaf = 0;
 	if (maxleaf >= 4 && !strcmp(vendor, "GenuineIntel"))
+		cache_leaf = 4;
+	if (!strcmp(vendor, "AuthenticAMD") && extleaf >= 0x8000001D) {
+		__cpuid(0x80000001, a, b, c, d);
+		if ((c >> 22) & 1)
+			cache_leaf = 0x8000001D;
+	}
+	bool first = true;
+	if (cache_leaf)
 		for (unsigned s = 0; s < 16; s++) {
-			__cpuid_count(4, s, a, b, c, d);
+			__cpuid_count(cache_leaf, s, a, b, c, d);
 			unsigned type = a & 31;
 			if (!type)
 				break;
@@ -731,7 +742,7 @@ static void print_cpuid(void)
 			first = false;
 		}
 	/* leaf 0x18 (deterministic address translation): the TLB geometry, when exposed */
-	printf("], \"leaf18\": [");
+	printf("], \"cache_leaf\": %u, \"leaf18\": [", cache_leaf);
 	first = true;
 	if (maxleaf >= 0x18 && !strcmp(vendor, "GenuineIntel")) {
 		__cpuid_count(0x18, 0, a, b, c, d);
