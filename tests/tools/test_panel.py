@@ -2,6 +2,7 @@
 their intervals, the bands' summary."""
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,11 +39,25 @@ class ParseTest(unittest.TestCase):
         self.assertAlmostEqual(self.native["alloc_cached"]["min"], 130.0)
 
     def test_saved_name_keeps_the_cores_apart(self):
-        self.assertEqual(P.saved_name("host", ""), "host")
-        self.assertEqual(P.saved_name("host", "causal=off"), "host")
-        self.assertEqual(P.saved_name("zen3", "causal=off,core=ooo"), "zen3-ooo")
-        self.assertEqual(P.saved_name("zen3", "core=inorder"), "zen3")
-        self.assertEqual(len(set(P.PANEL_NAMES)), 2 * len(P.PANEL_PROFILES))
+        emr, genoa = "GenuineIntel 6 207 2", "AuthenticAMD 25 17 1"
+        self.assertEqual(P.saved_name("host", "", emr), "host-intel-6-cf")
+        self.assertEqual(P.saved_name("host", "causal=off", genoa), "host-amd-19-11")
+        self.assertEqual(P.saved_name("host", "core=ooo", genoa), "host-amd-19-11-ooo")
+        self.assertEqual(P.saved_name("zen3", "causal=off,core=ooo", genoa), "zen3-ooo")
+        self.assertEqual(P.saved_name("zen3", "core=inorder", emr), "zen3")
+        self.assertEqual(P.saved_name("host", "", "garbage"), "host-unknown")
+
+    def test_panel_names_list_each_host_cpu_under_both_cores(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "docs", "data"))
+            for n in ("host-intel-6-cf", "host-intel-6-cf-ooo", "host-amd-19-11-ooo", "zen3"):
+                open(os.path.join(d, "docs", "data", "native-panel-%s.json" % n), "w").close()
+            names = P.panel_names(d)
+        self.assertEqual([n for n, _, _ in names], [
+            "host-amd-19-11", "host-amd-19-11-ooo", "host-intel-6-cf", "host-intel-6-cf-ooo",
+            "skylake-sp", "skylake-sp-ooo", "zen3", "zen3-ooo"])
+        self.assertEqual({p for _, p, _ in names}, {"host", "skylake-sp", "zen3"})
+        self.assertEqual([o for _, _, o in names], [False, True] * 4)
 
     def test_trust(self):
         self.assertTrue(self.native["alloc_cached"]["trusted"])
@@ -139,6 +154,43 @@ class CheckTest(unittest.TestCase):
         rec, nat = self.with_probe(self.rec(1000.0, 10.0), self.native(160.0), 1.0, 1.1)
         out = C.checks(rec, nat, "X 6 1 1")
         self.assertEqual(self.statuses(out, "ratio_recorded"), {"fail"})
+
+    def test_ooo_core_checked_under_its_own_names_and_reason(self):
+        from baremm_lib import panelcheck as C
+        out = C.checks(self.rec(1000.0, 10.0), self.native(105.0), "X 6 1 1", "panel-ooo",
+                       C.TODO_REASON_OOO)
+        self.assertTrue(all(n.startswith("panel-ooo.") for n, _, _ in out))
+        self.assertTrue(all(C.TODO_REASON_OOO in why for _, s, why in out if s == "todo"))
+        self.assertEqual([a for a, _, _ in C.CORES], ["", "core=ooo"])
+
+    def test_cpu_without_a_host_panel_skips_both_cores(self):
+        import contextlib
+        import io
+        from baremm_lib import panelcheck as C
+        saved = P.ROOT
+        with tempfile.TemporaryDirectory() as d:
+            P.ROOT = d
+            try:
+                buf = io.StringIO()
+                with contextlib.redirect_stdout(buf):
+                    rc = C.main(type("A", (), {"model": None, "rounds": 1})())
+            finally:
+                P.ROOT = saved
+        self.assertEqual(rc, 0)
+        text = buf.getvalue()
+        self.assertIn("ok 1 panel.recorded # SKIP", text)
+        self.assertIn("ok 2 panel-ooo.recorded # SKIP", text)
+        self.assertIn("not recorded on this CPU", text)
+        self.assertIn("0 passed, 0 failed, 2 skipped", text)
+        # a published profile with no panel is a failure, not a skip
+        with tempfile.TemporaryDirectory() as d:
+            P.ROOT = d
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    rc = C.main(type("A", (), {"model": "zen3", "rounds": 1})())
+            finally:
+                P.ROOT = saved
+        self.assertNotEqual(rc, 0)
 
     def test_in_band_passes(self):
         from baremm_lib import panelcheck as C

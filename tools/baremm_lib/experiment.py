@@ -135,17 +135,22 @@ def ops_per_s(r):
 class Analysis:
     """What a verdict reads: the experiment, its figures grouped by value, the mode."""
 
-    def __init__(self, exp, results, icount, machine=None, model=None):
+    def __init__(self, exp, results, icount, machine=None, model=None, model_args=None):
         self.exp = exp
         self.results = results
         self.icount = icount
         self.model = model              # cost-model profile name, or None
+        # the plugin arguments the figures came from (core=ooo picks the panel the model
+        # error is read from); None: BAREMM_MODEL_ARGS
+        self.model_args = os.environ.get("BAREMM_MODEL_ARGS", "") if model_args is None \
+            else model_args
         self.machine = machine
         self.groups = group_by_value(results, exp.variant, exp.metric)
 
     def mode(self):
         if self.model:
-            return "cost model, profile %s (deterministic)" % self.model
+            return "cost model, profile %s, %s core (deterministic)" % (
+                self.model, "out-of-order" if ooo(self.model_args) else "in-order")
         return "deterministic mode (icount: 1 cycle = 1 instruction)" if self.icount \
             else "TCG wall time"
 
@@ -154,7 +159,7 @@ class Analysis:
         if self.exp.thread is None:
             return {"agree": verdict.INCONCLUSIVE, "ours": "", "text": "", "claims": [],
                     "linux": []}
-        return verdict.decide(self.exp, self.groups, self.icount, self.model)
+        return verdict.decide(self.exp, self.groups, self.icount, self.model, self.model_args)
 
 
 def fmt_ev(v):
@@ -496,14 +501,17 @@ def run_one(exp, a, top, out=sys.stdout):
     for _, rec in boots:
         if rec["tool_exit"]:
             status = status or rec["tool_exit"]
+    margs = os.environ.get("BAREMM_MODEL_ARGS", "") if model else ""
     summary = {"id": exp.id, "title": exp.title, "icount": icount, "model": model, "smp": smp,
+               "model_args": margs,
                "cmdlines": [c for _, c in cls], "verdict": v,
                "status": [rec["status"] for _, rec in boots],
                "results": results, "machine": machine}
     save_summary(summary, os.path.join(top, "experiment-%s.json" % exp.id))
     if getattr(a, "save", None):
         save_summary(summary, os.path.join(a.save, data_name(exp.id, icount,
-                                                              getattr(a, "alt", False), model)))
+                                                              getattr(a, "alt", False), model,
+                                                              margs)))
     if a.plot:
         path = a.plot if len(getattr(a, "_ids", [exp.id])) == 1 else \
             _suffixed(a.plot, exp.id)
@@ -519,9 +527,16 @@ def run_one(exp, a, top, out=sys.stdout):
     return summary, status
 
 
-def data_name(ident, icount, alt=False, model=None):
-    """File name of an experiment's saved summary (docs/data/, `make seeds`)."""
-    mode = "model-" + runner.safe_name(model) if model else "icount" if icount else "tcg"
+def ooo(model_args):
+    """Do these plugin arguments select the out-of-order core?"""
+    return "core=ooo" in (model_args or "").split(",")
+
+
+def data_name(ident, icount, alt=False, model=None, model_args=""):
+    """File name of an experiment's saved summary (docs/data/, `make seeds`): -ooo after
+    the profile under the out-of-order core, so that both cores' runs sit side by side."""
+    mode = "model-" + runner.safe_name(model) + ("-ooo" if ooo(model_args) else "") if model \
+        else "icount" if icount else "tcg"
     return "seed-%s%s-%s.json" % (ident, "-alt" if alt else "", mode)
 
 

@@ -13,8 +13,9 @@ widens its interval by that error, in percentage points of the base figure:
     of their model/native ratios, max / min - 1. Two variants that shift work between
     shapes the model mis-weighs relative to each other can be off by that much.
 
-The panel data is docs/data/native-panel-<profile>.json (tools/baremm native-panel --model
-PROFILE --save docs/data). Without it the error is unknown and the verdict says so: the
+The panel data is docs/data/native-panel-<name>.json (tools/baremm native-panel --model
+PROFILE --save docs/data; panel_name gives the name: per CPU for the host profile, -ooo
+for the out-of-order core). Without it the error is unknown and the verdict says so: the
 interval becomes unbounded (inconclusive), never a point.
 """
 import json
@@ -33,27 +34,74 @@ SHAPES = {
 }
 
 
-def panel_path(profile, data_dir=None):
-    return os.path.join(data_dir or DATA_DIR, "native-panel-%s.json" % profile)
+_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
 
 
-def load_panel(profile, data_dir=None):
+def cpu_slug(cpu_id):
+    """A file-name tag for the CPU of panel.cpu_id() ("vendor family model stepping",
+    decimal): vendor, family and model in hex, e.g. "intel-6-cf", "amd-19-11". The
+    stepping is left out: one core design per tag."""
+    parts = (cpu_id or "").split()
+    if len(parts) < 3 or not all(p.isdigit() for p in parts[1:3]):
+        return "unknown"
+    return "%s-%x-%x" % (_VENDORS.get(parts[0], parts[0].lower()), int(parts[1]), int(parts[2]))
+
+
+def panel_name(profile, model_args="", cpu_id=None):
+    """The name a native panel is saved under (docs/data/native-panel-<name>.json): the
+    profile's; the host profile's per CPU ("host-<cpu_slug>", it is measured on and
+    compared with the machine it ran on, so each CPU keeps its own); -ooo under the
+    out-of-order core (core=ooo in the plugin arguments)."""
+    name = profile
+    if profile == "host":
+        name += "-" + cpu_slug(cpu_id if cpu_id is not None else this_cpu_id())
+    return name + ("-ooo" if "core=ooo" in (model_args or "").split(",") else "")
+
+
+def this_cpu_id():
+    """vendor family model stepping of CPU 0, from /proc/cpuinfo (decimal, as printed)."""
+    want = ("vendor_id", "cpu family", "model", "stepping")
+    got = {}
     try:
-        with open(panel_path(profile, data_dir)) as f:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                k = k.strip()
+                if k in want and k not in got:
+                    got[k] = v.strip()
+                if not line.strip() and got:
+                    break
+    except OSError:
+        pass
+    return " ".join(got.get(k, "?") for k in want)
+
+
+def panel_path(profile, data_dir=None, model_args=None):
+    """The panel of a profile under the plugin arguments (default: BAREMM_MODEL_ARGS)."""
+    if model_args is None:
+        model_args = os.environ.get("BAREMM_MODEL_ARGS", "")
+    return os.path.join(data_dir or DATA_DIR,
+                        "native-panel-%s.json" % panel_name(profile, model_args))
+
+
+def load_panel(profile, data_dir=None, model_args=None):
+    try:
+        with open(panel_path(profile, data_dir, model_args)) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
 
 
-def error_for(exp_id, profile, panel=None, data_dir=None):
-    """{"pp": error in percentage points or None, "how": one sentence}."""
+def error_for(exp_id, profile, panel=None, data_dir=None, model_args=None):
+    """{"pp": error in percentage points or None, "how": one sentence}. The panel is the
+    one of the core the figures came from (model_args, default BAREMM_MODEL_ARGS)."""
     shape = SHAPES.get(exp_id)
     if shape is None:
         return {"pp": None, "how": "no panel shape is named for experiment %s" % exp_id}
-    panel = panel if panel is not None else load_panel(profile, data_dir)
+    panel = panel if panel is not None else load_panel(profile, data_dir, model_args)
     if panel is None:
         return {"pp": None, "how": "no native panel for profile %s (%s)" % (
-            profile, os.path.relpath(panel_path(profile, data_dir), REPO_ROOT))}
+            profile, os.path.relpath(panel_path(profile, data_dir, model_args), REPO_ROOT))}
     rows = {r["name"]: r for r in panel.get("rows", [])}
     if shape[0] == "pair":
         a, b = shape[1], shape[2]

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from . import runner, status as st, table as tab
+from . import modelerror, runner, status as st, table as tab
 
 ROOT = runner.ROOT
 NATIVE_DIR = os.path.join(ROOT, "tools", "native")
@@ -497,20 +497,7 @@ def plot(data, png):
 
 def cpu_id():
     """vendor family model stepping of CPU 0, from /proc/cpuinfo."""
-    want = ("vendor_id", "cpu family", "model", "stepping")
-    got = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                k = k.strip()
-                if k in want and k not in got:
-                    got[k] = v.strip()
-                if not line.strip() and got:
-                    break
-    except OSError:
-        pass
-    return " ".join(got.get(k, "?") for k in want)
+    return modelerror.this_cpu_id()
 
 
 def host_info():
@@ -587,17 +574,18 @@ def main(a):
     if a.save:
         os.makedirs(a.save, exist_ok=True)
         runner.write_json(os.path.join(a.save, "native-panel-%s.json" % saved_name(
-            pname, data["model_args"])), data)
+            pname, data["model_args"], data["cpu_id"])), data)
     if a.plot:
         plot(data, a.plot)
     print("native-panel: %s (%.0f s)" % (out, data["duration_s"]), file=sys.stderr)
     return 0
 
 
-def saved_name(profile, model_args):
-    """The name a panel is saved under: the profile's, with -ooo under the out-of-order
-    core (BAREMM_MODEL_ARGS=core=ooo), so that both cores' panels sit side by side."""
-    return profile + ("-ooo" if "core=ooo" in (model_args or "").split(",") else "")
+def saved_name(profile, model_args, cpu=None):
+    """The name a panel is saved under (modelerror.panel_name): the profile's, the host's
+    per CPU, -ooo under the out-of-order core (BAREMM_MODEL_ARGS=core=ooo), so that both
+    cores' panels, and the host panels of different machines, sit side by side."""
+    return modelerror.panel_name(profile, model_args, cpu)
 
 
 def add_parser(sub):
@@ -621,35 +609,48 @@ def add_parser(sub):
 # ---- docs/COSTMODEL.md ----
 
 PANEL_PROFILES = ("host", "skylake-sp", "zen3")
-# the same under the out-of-order core (saved_name)
-PANEL_NAMES = PANEL_PROFILES + tuple(p + "-ooo" for p in PANEL_PROFILES)
+
+
+def panel_names(root):
+    """(name, profile, out-of-order?) of every panel docs/COSTMODEL.md shows: the host
+    profile's of each CPU recorded (docs/data/native-panel-host-<cpu>.json), then the
+    published profiles'; each under both cores (saved_name)."""
+    hosts = sorted(os.path.basename(p)[len("native-panel-"):-len(".json")]
+                   for p in glob.glob(os.path.join(root, "docs", "data", "native-panel-host-*.json")))
+    hosts = sorted({h[:-len("-ooo")] if h.endswith("-ooo") else h for h in hosts})
+    if not hosts:
+        hosts = [saved_name("host", "")]
+    out = []
+    for base, prof in [(h, "host") for h in hosts] + [(p, p) for p in PANEL_PROFILES[1:]]:
+        out += [(base, prof, False), (base + "-ooo", prof, True)]
+    return out
 
 
 def gen_doc_block(root, problems):
     """The generated block `native-panel` of docs/COSTMODEL.md: one table per profile
-    with saved data (docs/data/native-panel-<profile>.json)."""
+    (the host's per CPU) and core with saved data (docs/data/native-panel-<name>.json)."""
     out = []
-    for name in PANEL_NAMES:
-        ooo = name.endswith("-ooo")
-        prof = name[:-4] if ooo else name
+    for name, prof, ooo in panel_names(root):
         env = "BAREMM_MODEL_ARGS=core=ooo " if ooo else ""
         path = os.path.join(root, "docs", "data", "native-panel-%s.json" % name)
         d = load_json(path)
         if d is None:
             out.append("**%s%s**: not measured (`%stools/baremm native-panel --model %s --save "
-                       "docs/data`)." % (prof, ", out-of-order core" if ooo else "", env, prof))
+                       "docs/data`%s)." % (prof, ", out-of-order core" if ooo else "", env, prof,
+                                            " on that CPU" if prof == "host" else ""))
             continue
         g = d.get("git") or {}
         build = (g.get("rev") or "")[:12]
         if g.get("dirty"):
             problems.append("native-panel-%s.json: from a dirty tree (build %s)" % (prof, build))
         s = d["summary"]
-        out.append("**Profile %s, %s core** (build `%s`%s; host %s, core %.2f GHz measured; "
+        out.append("**Profile %s, %s core** (build `%s`%s; host %s (%s), core %.2f GHz measured; "
                    "kernel %s; %d native rounds, %d model runs per row). Command: `%stools/baremm "
                    "native-panel --model %s --save docs/data --plot docs/img/native-panel-%s.png`." % (
                        prof, "out-of-order" if ooo else "in-order", build,
                        ", dirty tree" if g.get("dirty") else "",
-                       d["host"].get("cpu", "?"), d["host"]["core_ghz"], d.get("kernel"),
+                       d["host"].get("cpu", "?"), d.get("cpu_id", "?"), d["host"]["core_ghz"],
+                       d.get("kernel"),
                        d["rounds"], d["model_rounds"], env, prof, name))
         rows = []
         for r in d["rows"]:
