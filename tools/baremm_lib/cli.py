@@ -5,7 +5,7 @@ import os
 import sys
 
 from . import cfg as cfgmod, compare, logparse, plot as plotmod, runner, status as st
-from . import calibrate, experiment, modelcheck, perfcheck, sweep, symbolize, testrun
+from . import calibrate, experiment, modelcheck, perfcheck, speed, sweep, symbolize, testrun
 from . import docs, panel, panelcheck
 
 SUITES = os.path.join("tests", "qemu", "suites.cfg")
@@ -416,6 +416,7 @@ def build_parser():
     panel.add_parser(sub)
     panelcheck.add_parser(sub)
     calibrate.add_parser(sub)
+    speed.add_parser(sub)
     return ap
 
 
