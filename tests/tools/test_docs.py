@@ -55,3 +55,28 @@ class TreeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CoreComparisonTest(unittest.TestCase):
+    """The in-order vs out-of-order block of a seed (docs.core_comparison)."""
+
+    def test_figures_ratio_and_claims_under_both_cores(self):
+        import copy
+        import json
+        from baremm_lib import experiment as ex
+        with open(os.path.join(ROOT, "docs", "data", "seed-003-model-skylake-sp.json")) as f:
+            s_in = json.load(f)
+        s_ooo = copy.deepcopy(s_in)
+        s_ooo["model_args"] = "core=ooo"
+        for r in s_ooo["results"]:
+            r["median"] /= 4
+            r["events"]["model_cyc_cache"] = 0.5
+        text = docs.core_comparison(ex.EXPERIMENTS["003"], s_in, s_ooo, "skylake-sp")
+        self.assertIn("What the out-of-order core changed, profile skylake-sp", text)
+        self.assertIn("| 0.25 |", text)
+        self.assertIn("-> 0.50", text)
+        self.assertIn("Claims, in-order -> out-of-order", text)
+        # a run with no common figure says so instead of an empty table
+        s_ooo["results"] = []
+        self.assertIn("no figure in both runs",
+                      docs.core_comparison(ex.EXPERIMENTS["003"], s_in, s_ooo, "skylake-sp"))
