@@ -150,6 +150,11 @@ class CheckTest(unittest.TestCase):
         out = C.checks(rec, nat, "X 6 1 1")
         self.assertEqual({s for _, s, _ in out}, {"skip"})
         self.assertTrue(all("busier" in why for _, _, why in out))
+        # a recording made on a busy core is no reference for an idle one either
+        rec, nat = self.with_probe(self.rec(1000.0, 10.0), self.native(60.0), 1.6, 1.0)
+        out = C.checks(rec, nat, "X 6 1 1")
+        self.assertEqual({s for _, s, _ in out}, {"skip"})
+        self.assertTrue(all("idler" in why for _, _, why in out))
         # the same slow rows on a core as fast as at the recording fail
         rec, nat = self.with_probe(self.rec(1000.0, 10.0), self.native(160.0), 1.0, 1.1)
         out = C.checks(rec, nat, "X 6 1 1")

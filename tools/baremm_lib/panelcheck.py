@@ -60,6 +60,10 @@ def checks(rec, native, cpu, prefix="panel", todo=TODO_REASON):
         busy = ("host's core busier than at the recording: %s %.2f cycles/op now, %.2f "
                 "recorded (a shared core halves high-IPC rows; ratios not comparable)"
                 % (PROBE, pn["min"], pr["native_min"]))
+    elif pr and pn and pr.get("native_min") and pn["min"] * (1 + RECORDED_TOL) < pr["native_min"]:
+        busy = ("host's core idler than at the recording: %s %.2f cycles/op now, %.2f "
+                "recorded (the recording was made on a shared core; ratios not comparable)"
+                % (PROBE, pn["min"], pr["native_min"]))
     for name in ROWS:
         r = by.get(name)
         n = native.get(name)
