@@ -15,9 +15,13 @@ are rewritten from data files:
 - docs/TLB.md `shootdown-model`: docs/data/shootdown-model-skylake-sp.json, the saved
   shootdown sweep under the cost model (`tools/baremm shootdown-sweep --save docs/data`);
   `shootdown-model-causal-off`: the same with `BAREMM_MODEL_ARGS=causal=off` (-causal_off.json);
-  `shootdown-model-zen3`: the sweep under profile zen3 (shootdown-model-zen3.json).
-- docs/COSTMODEL.md `native-panel`: docs/data/native-panel-<profile>.json, the native
-  panel (`tools/baremm native-panel --model PROFILE --save docs/data`).
+  `shootdown-model-zen3`: the sweep under profile zen3 (shootdown-model-zen3.json);
+  `shootdown-model-ooo`: skylake-sp under the out-of-order core (-core_ooo.json).
+- docs/EXPERIMENTS.md also shows each seed's model run under the out-of-order core
+  (seed-NNN-model-PROFILE-ooo.json, pending until recorded) and what that core changed.
+- docs/COSTMODEL.md `native-panel`: docs/data/native-panel-<name>.json, the native
+  panels (`tools/baremm native-panel --model PROFILE --save docs/data`; the host
+  profile's per CPU, each profile under both cores).
 
 Each block names the build its figures came from; a build of a dirty tree is a problem.
 `--check` regenerates in memory and fails (exit 1) when a file differs or a stamp is
@@ -309,7 +313,8 @@ FILES = {
                                                   for i in ex.ORDER),
     os.path.join("docs", "TLB.md"): (("shootdown-model", sweep.gen_doc_block),
                                      ("shootdown-model-causal-off", sweep.gen_doc_block_causal_off),
-                                     ("shootdown-model-zen3", sweep.gen_doc_block_zen3)),
+                                     ("shootdown-model-zen3", sweep.gen_doc_block_zen3),
+                                     ("shootdown-model-ooo", sweep.gen_doc_block_ooo)),
     os.path.join("docs", "COSTMODEL.md"): (("native-panel", panel.gen_doc_block),),
 }
 

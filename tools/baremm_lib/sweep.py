@@ -166,6 +166,10 @@ def gen_doc_block_zen3(root, problems):
     return gen_doc_block(root, problems, profile="zen3")
 
 
+def gen_doc_block_ooo(root, problems):
+    return gen_doc_block(root, problems, model_args="core=ooo")
+
+
 def plot_records(data):
     """The sweep's figures for plot.plot(): 1-page flush per protocol, and the empty call."""
     keep = []
