@@ -61,7 +61,11 @@ def summarise(samples):
     return out
 
 
-def table(summary, out=sys.stdout):
+HEAD = ["mode", "host CPU s (min)", "wall s (min)", "CPU vs icount", "guest insns",
+        "guest MIPS", "boots"]
+
+
+def _rows(summary):
     rows = []
     for mode, _ in MODES:
         m = summary.get(mode)
@@ -71,9 +75,22 @@ def table(summary, out=sys.stdout):
                      "%.2fx" % m["cpu_ratio"] if m["cpu_ratio"] else "-",
                      "%d" % m["insns"] if m["insns"] else "-",
                      "%.1f" % m["mips"] if m["mips"] else "-", str(m["boots"])])
-    head = ["mode", "host CPU s (min)", "wall s (min)", "CPU vs icount", "guest insns",
-            "guest MIPS", "boots"]
-    out.write(tab.text(tab.columns(head, left=(0,)), rows))
+    return rows
+
+
+def table(summary, out=sys.stdout):
+    out.write(tab.text(tab.columns(HEAD, left=(0,)), _rows(summary)))
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
 
 
 def main(a):
@@ -126,12 +143,46 @@ def main(a):
     print("model-speed: profile %s, -smp %d, `%s`, %d rounds" % (
         a.profile, a.smp, a.cmdline, a.rounds))
     table(s)
-    runner.write_json(os.path.join(top, "speed.json"), {
-        "profile": a.profile, "smp": a.smp, "mem": a.mem, "cmdline": a.cmdline,
-        "rounds": a.rounds, "samples": samples, "summary": s,
-        "machine": runner.git_info(), "host_cpu": os.cpu_count()})
+    data = {"profile": a.profile, "smp": a.smp, "mem": a.mem, "cmdline": a.cmdline,
+            "rounds": a.rounds, "samples": samples, "summary": s, "git": runner.git_info(),
+            "host_cpus": os.cpu_count(), "host_cpu_name": _cpu_name(),
+            "command": "tools/baremm model-speed --smp %d --mem %s --rounds %d --cmdline '%s' "
+                       "--save docs/data" % (a.smp, a.mem, a.rounds, a.cmdline)}
+    runner.write_json(os.path.join(top, "speed.json"), data)
+    if a.save:
+        os.makedirs(a.save, exist_ok=True)
+        runner.write_json(os.path.join(a.save, data_name(a.smp)), data)
     print("model-speed: %s" % os.path.relpath(top, runner.ROOT), file=sys.stderr)
     return 0
+
+
+def data_name(smp):
+    return "model-speed-%dcpu.json" % smp
+
+
+def gen_doc_block(root, problems):
+    """The generated block `model-speed` of docs/COSTMODEL.md: one table per saved
+    measurement (docs/data/model-speed-<N>cpu.json)."""
+    out = []
+    for smp in (1, 16):
+        path = os.path.join(root, "docs", "data", data_name(smp))
+        if not os.path.exists(path):
+            problems.append("%s: missing (run `tools/baremm model-speed --smp %d --save "
+                            "docs/data`)" % (os.path.relpath(path, root), smp))
+            out.append("**%d CPU%s**: not measured." % (smp, "" if smp == 1 else "s"))
+            continue
+        with open(path) as f:
+            d = json.load(f)
+        g = d.get("git") or {}
+        if g.get("dirty"):
+            problems.append("%s: from a dirty tree" % os.path.relpath(path, root))
+        out.append("**%d CPU%s**, profile %s, `%s`, %d rounds, build `%s`%s, host %s (%d "
+                   "CPUs). Command: `%s`." % (
+                       smp, "" if smp == 1 else "s", d["profile"], d["cmdline"], d["rounds"],
+                       (g.get("rev") or "")[:12], " (dirty tree)" if g.get("dirty") else "",
+                       d.get("host_cpu_name", "?"), d.get("host_cpus", 0), d.get("command", "?")))
+        out.append(tab.markdown(tab.columns(HEAD, left=(0,)), _rows(d["summary"])))
+    return "\n\n".join(out)
 
 
 def add_parser(sub):
@@ -144,5 +195,7 @@ def add_parser(sub):
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--timeout", type=float, default=1800)
     p.add_argument("--out", help="output directory (default results/model-speed-<n>)")
+    p.add_argument("--save", metavar="DIR", help="also write DIR/model-speed-<N>cpu.json "
+                   "(docs/data: docs/COSTMODEL.md's speed tables)")
     p.add_argument("--no-build", action="store_true")
     p.set_defaults(func=main)
