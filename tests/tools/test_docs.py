@@ -70,11 +70,11 @@ class CoreComparisonTest(unittest.TestCase):
         s_ooo["model_args"] = "core=ooo"
         for r in s_ooo["results"]:
             r["median"] /= 4
-            r["events"]["model_cyc_cache"] = 0.5
+            r["extra"]["part.cache"] = "0.5"
         text = docs.core_comparison(ex.EXPERIMENTS["003"], s_in, s_ooo, "skylake-sp")
         self.assertIn("What the out-of-order core changed, profile skylake-sp", text)
         self.assertIn("| 0.25 |", text)
-        self.assertIn("-> 0.50", text)
+        self.assertRegex(text, r"cache [0-9.]+\* -> 0\.50")   # in-order: its charge event
         self.assertIn("Claims, in-order -> out-of-order", text)
         # a run with no common figure says so instead of an empty table
         s_ooo["results"] = []

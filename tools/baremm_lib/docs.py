@@ -21,7 +21,8 @@ are rewritten from data files:
   (seed-NNN-model-PROFILE-ooo.json, pending until recorded) and what that core changed.
 - docs/COSTMODEL.md `native-panel`: docs/data/native-panel-<name>.json, the native
   panels (`tools/baremm native-panel --model PROFILE --save docs/data`; the host
-  profile's per CPU, each profile under both cores).
+  profile's per CPU, each profile under both cores); `model-speed`:
+  docs/data/model-speed-<N>cpu.json (`tools/baremm model-speed --smp N --save docs/data`).
 
 Each block names the build its figures came from; a build of a dirty tree is a problem.
 `--check` regenerates in memory and fails (exit 1) when a file differs or a stamp is
@@ -32,7 +33,7 @@ import os
 import re
 import sys
 
-from . import compare, experiment as ex, panel, perfcheck, runner, sweep, table, verdict
+from . import compare, experiment as ex, panel, perfcheck, runner, speed, sweep, table, verdict
 from .figure import Figure
 
 # the plugin arguments of the out-of-order core's seed runs (data_name's -ooo files)
@@ -215,9 +216,39 @@ def gen_seed(ident):
     return gen
 
 
-# events that say where a model cycle went, in the order a reader checks them
-WHY_EVENTS = ("model_cyc_cache", "model_cyc_tlb", "model_walk_cycles", "model_wait_cycles",
-              "model_ipi_wait_cycles", "model_cyc_rep", "model_mispredict")
+# where a model cycle went: (label, the plugin's part.NAME, the in-order core's charge
+# events for runs recorded before the plugin printed parts: the same accesses, walks and
+# waits, each paid in series)
+WHY_PARTS = (("instructions", "insns", ("model_insns",)), ("cache", "cache", ("model_cyc_cache",)),
+             ("TLB", "tlb", ("model_cyc_tlb",)), ("rep", "rep", ("model_cyc_rep",)),
+             ("penalties", "penalties", ("model_cyc_pen",)), ("branch", "branch", ()),
+             ("wait", "wait", ("model_wait_cycles",)), ("IPI", "ipi", ("model_ipi_wait_cycles",)))
+
+
+def _part(r, name, charges):
+    """(cycles per op, from the breakdown?) of one part of a figure, or (None, False)."""
+    x = (r.get("extra") or {}).get("part." + name)
+    if x is not None:
+        return float(x), True
+    evs = r.get("events") or {}
+    if charges and any(c in evs for c in charges):
+        return sum(float(evs.get(c, 0.0)) for c in charges), False
+    return None, False
+
+
+def why_cell(ra, rb):
+    """The parts of two runs of one figure, in-order -> out-of-order; a value marked *
+    is the in-order core's charge event (no breakdown in that run)."""
+    out = []
+    for label, name, charges in WHY_PARTS:
+        a, pa = _part(ra, name, charges)
+        b, _ = _part(rb, name, charges)
+        if not a and not b:
+            continue
+        out.append("%s %s%s -> %s" % (label, "-" if a is None else ex.fmt_ev(a),
+                                      "" if a is None or pa else "*",
+                                      "-" if b is None else ex.fmt_ev(b)))
+    return "; ".join(out) or "-"
 
 
 def core_comparison(exp, s_in, s_ooo, model):
@@ -233,14 +264,9 @@ def core_comparison(exp, s_in, s_ooo, model):
             ra, rb = byv.get(v), b.get(g, {}).get(v)
             if rb is None:
                 continue
-            why = []
-            for e in WHY_EVENTS:
-                ea, eb = ex.ev(ra, e), ex.ev(rb, e)
-                if ea or eb:
-                    why.append("%s %s -> %s" % (e[len("model_"):], ex.fmt_ev(ea), ex.fmt_ev(eb)))
             rows.append(["`%s`" % g.name(), "`%s`" % v, "%.2f" % ra["median"], "%.2f" % rb["median"],
                          "%.2f" % (rb["median"] / ra["median"]) if ra["median"] else "-",
-                         "; ".join(why) or "-"])
+                         why_cell(ra, rb)])
     out = ["**What the out-of-order core changed, profile %s** (the two runs above; model "
            "cycles per op, medians):" % model]
     if not rows:
@@ -248,7 +274,8 @@ def core_comparison(exp, s_in, s_ooo, model):
         return "\n\n".join(out)
     out.append(table.markdown(table.columns(
         ["figure", exp.variant, "in-order", "out-of-order", "ratio",
-         "cycles per op that explain it (in-order -> out-of-order)"], left=(0, 1, 5)), rows))
+         "where the cycles per op went, in-order -> out-of-order (* = the in-order run "
+         "has no breakdown: its charge event, paid in series)"], left=(0, 1, 5)), rows))
     va = ex.Analysis(exp, s_in.get("results", []), True, s_in.get("machine") or {}, model=model,
                      model_args=s_in.get("model_args", "")).verdict()
     vb = ex.Analysis(exp, s_ooo.get("results", []), True, s_ooo.get("machine") or {},
@@ -267,8 +294,8 @@ def core_comparison(exp, s_in, s_ooo, model):
                "the out-of-order core issues up to `core_width` per cycle and overlaps what "
                "does not depend on an outstanding miss, so a figure falls most where its "
                "work is independent and least where it is a chain of misses or a wait for "
-               "another CPU (the cycle events above: what the in-order core charged in "
-               "series, and what still shows under the window)." % (va["agree"], vb["agree"]))
+               "another CPU. The out-of-order parts are the cycles left on the critical "
+               "path after that overlap; they add up to the figure." % (va["agree"], vb["agree"]))
     return "\n\n".join(out)
 
 
@@ -315,7 +342,8 @@ FILES = {
                                      ("shootdown-model-causal-off", sweep.gen_doc_block_causal_off),
                                      ("shootdown-model-zen3", sweep.gen_doc_block_zen3),
                                      ("shootdown-model-ooo", sweep.gen_doc_block_ooo)),
-    os.path.join("docs", "COSTMODEL.md"): (("native-panel", panel.gen_doc_block),),
+    os.path.join("docs", "COSTMODEL.md"): (("native-panel", panel.gen_doc_block),
+                                          ("model-speed", speed.gen_doc_block)),
 }
 
 
