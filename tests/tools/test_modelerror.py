@@ -32,6 +32,19 @@ class ErrorTest(unittest.TestCase):
         self.assertAlmostEqual(e["pp"], 4.4, places=6)
         self.assertIn("alloc_lookup", e["how"])
 
+    def test_each_core_reads_its_own_panel(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            for name, b in (("zen3", 0.040), ("zen3-ooo", 0.006)):
+                with open(os.path.join(d, "native-panel-%s.json" % name), "w") as f:
+                    json.dump(panel(0.006, b, b - 0.01, b + 0.01), f)
+            ino = ME.error_for("003", "zen3", data_dir=d, model_args="")
+            ooo = ME.error_for("003", "zen3", data_dir=d, model_args="causal=off,core=ooo")
+        self.assertAlmostEqual(ino["pp"], 100 * (0.034 + 0.01), places=6)
+        self.assertAlmostEqual(ooo["pp"], 100 * 0.01, places=6)
+        self.assertTrue(ME.panel_path("host", "/x", "").startswith("/x/native-panel-host-"))
+
     def test_row_spread(self):
         p = panel(0, 0, 0, 0, rows=[("pt_copy", 3.0), ("pt_zap", 4.5), ("free_loop", 3.3)])
         e = ME.error_for("002", "p", p)
