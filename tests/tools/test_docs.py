@@ -53,10 +53,6 @@ class TreeTest(unittest.TestCase):
             n: g(ROOT, []) for n, g in docs.FILES[rel]}), edited)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class CoreComparisonTest(unittest.TestCase):
     """The in-order vs out-of-order block of a seed (docs.core_comparison)."""
 
@@ -80,3 +76,7 @@ class CoreComparisonTest(unittest.TestCase):
         s_ooo["results"] = []
         self.assertIn("no figure in both runs",
                       docs.core_comparison(ex.EXPERIMENTS["003"], s_in, s_ooo, "skylake-sp"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -11,11 +11,18 @@ from baremm_lib import speed  # noqa: E402
 
 class SpeedTest(unittest.TestCase):
     def test_guest_insns_sums_the_vcpus(self):
-        log = ("BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=5 ev.model_x=1\n"
-               "noise BAREMM-MODEL-TOTAL vcpu=9 insns=7\n"
+        # what the log parser makes of the plugin's lines (a real log, not a hand-made list)
+        import tempfile
+        from baremm_lib import logparse
+        log = ("BAREMM-END status=pass results=0\n"
+               "BAREMM-MODEL-TOTAL vcpu=0 insns=1000 cycles=5 ev.model_x=1\n"
                "BAREMM-MODEL-TOTAL vcpu=1 insns=234 cycles=9\n")
-        self.assertEqual(speed.guest_insns(log), 1234)
-        self.assertIsNone(speed.guest_insns("BAREMM-END status=pass\n"))
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
+            f.write(log)
+            f.flush()
+            totals = logparse.parse_file(f.name)["model_totals"]
+        self.assertEqual(speed.guest_insns(totals), 1234)
+        self.assertIsNone(speed.guest_insns([]))
 
     def test_summary_minima_ratios_mips(self):
         s = speed.summarise([("icount", 2.0, 5.0, None), ("inorder", 3.0, 6.0, 6_000_000),

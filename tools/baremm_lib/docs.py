@@ -36,8 +36,6 @@ import sys
 from . import compare, experiment as ex, panel, perfcheck, runner, speed, sweep, table, verdict
 from .figure import Figure
 
-# the plugin arguments of the out-of-order core's seed runs (data_name's -ooo files)
-OOO_ARGS = "core=ooo"
 DATA_DIR = os.path.join("docs", "data")
 BEGIN = "<!-- BEGIN generated %s: tools/baremm docs writes this block; do not edit -->"
 END = "<!-- END generated %s -->"
@@ -185,7 +183,7 @@ def gen_seed(ident):
         parts = []
         modes = [(mode, icount, None, "") for mode, icount in MODES] + \
             [("model " + p + suffix, True, p, args) for p in runner.model_profiles(root)
-             for suffix, args in (("", ""), (", out-of-order core", OOO_ARGS))]
+             for suffix, args in (("", ""), (", out-of-order core", runner.OOO_ARGS))]
         runs = {}
         for mode, icount, model, margs in modes:
             path = os.path.join(root, DATA_DIR, ex.data_name(ident, icount, model=model,
@@ -307,7 +305,7 @@ def seed_block(exp, s, icount, problems, path, model=None):
     m = s.get("machine") or {}
     results = ex.selected(exp, s.get("results", []))
     margs = s.get("model_args", "") if model else ""
-    ooo = ex.ooo(margs)
+    ooo = runner.core_ooo(margs)
     cmd = "%stools/baremm experiment %s%s" % (
         "BAREMM_MODEL_ARGS=%s " % margs if margs else "", exp.id,
         " --model " + model if model else " --icount" if icount else "")

@@ -150,7 +150,7 @@ class Analysis:
     def mode(self):
         if self.model:
             return "cost model, profile %s, %s core (deterministic)" % (
-                self.model, "out-of-order" if ooo(self.model_args) else "in-order")
+                self.model, "out-of-order" if runner.core_ooo(self.model_args) else "in-order")
         return "deterministic mode (icount: 1 cycle = 1 instruction)" if self.icount \
             else "TCG wall time"
 
@@ -527,16 +527,13 @@ def run_one(exp, a, top, out=sys.stdout):
     return summary, status
 
 
-def ooo(model_args):
-    """Do these plugin arguments select the out-of-order core?"""
-    return "core=ooo" in (model_args or "").split(",")
-
-
 def data_name(ident, icount, alt=False, model=None, model_args=""):
     """File name of an experiment's saved summary (docs/data/, `make seeds`): -ooo after
     the profile under the out-of-order core, so that both cores' runs sit side by side."""
-    mode = "model-" + runner.safe_name(model) + ("-ooo" if ooo(model_args) else "") if model \
-        else "icount" if icount else "tcg"
+    if model:
+        mode = "model-" + runner.safe_name(model) + ("-ooo" if runner.core_ooo(model_args) else "")
+    else:
+        mode = "icount" if icount else "tcg"
     return "seed-%s%s-%s.json" % (ident, "-alt" if alt else "", mode)
 
 

@@ -21,6 +21,8 @@ interval becomes unbounded (inconclusive), never a point.
 import json
 import os
 
+from . import runner
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_DIR = os.path.join(REPO_ROOT, "docs", "data")
 
@@ -54,26 +56,8 @@ def panel_name(profile, model_args="", cpu_id=None):
     out-of-order core (core=ooo in the plugin arguments)."""
     name = profile
     if profile == "host":
-        name += "-" + cpu_slug(cpu_id if cpu_id is not None else this_cpu_id())
-    return name + ("-ooo" if "core=ooo" in (model_args or "").split(",") else "")
-
-
-def this_cpu_id():
-    """vendor family model stepping of CPU 0, from /proc/cpuinfo (decimal, as printed)."""
-    want = ("vendor_id", "cpu family", "model", "stepping")
-    got = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                k = k.strip()
-                if k in want and k not in got:
-                    got[k] = v.strip()
-                if not line.strip() and got:
-                    break
-    except OSError:
-        pass
-    return " ".join(got.get(k, "?") for k in want)
+        name += "-" + cpu_slug(cpu_id if cpu_id is not None else runner.host_cpuinfo()["id"])
+    return name + ("-ooo" if runner.core_ooo(model_args) else "")
 
 
 def panel_path(profile, data_dir=None, model_args=None):

@@ -497,20 +497,11 @@ def plot(data, png):
 
 def cpu_id():
     """vendor family model stepping of CPU 0, from /proc/cpuinfo."""
-    return modelerror.this_cpu_id()
+    return runner.host_cpuinfo()["id"]
 
 
 def host_info():
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return cpu
+    return runner.host_cpuinfo()["name"]
 
 
 def main(a):
@@ -631,7 +622,7 @@ def gen_doc_block(root, problems):
     (the host's per CPU) and core with saved data (docs/data/native-panel-<name>.json)."""
     out = []
     for name, prof, ooo in panel_names(root):
-        env = "BAREMM_MODEL_ARGS=core=ooo " if ooo else ""
+        env = "BAREMM_MODEL_ARGS=%s " % runner.OOO_ARGS if ooo else ""
         path = os.path.join(root, "docs", "data", "native-panel-%s.json" % name)
         d = load_json(path)
         if d is None:

@@ -26,7 +26,7 @@ import argparse
 import os
 import sys
 
-from . import panel as P, status as st
+from . import panel as P, runner, status as st
 
 # Rows whose native minimum repeats from run to run on this shared host: over 9 runs of
 # 61 rounds their minima spread by at most 12 % (the L2/LLC/DRAM, page-table and two-CPU
@@ -44,7 +44,7 @@ TODO_REASON = "in-order core model; the band is an out-of-order core's"
 TODO_REASON_OOO = "out-of-order core outside the band: its accuracy target is not met yet"
 # the two cores' panels (plugin arguments, prefix of the check names, reason of a row
 # outside the band)
-CORES = (("", "panel", TODO_REASON), ("core=ooo", "panel-ooo", TODO_REASON_OOO))
+CORES = (("", "panel", TODO_REASON), (runner.OOO_ARGS, "panel-ooo", TODO_REASON_OOO))
 
 
 def checks(rec, native, cpu, prefix="panel", todo=TODO_REASON):

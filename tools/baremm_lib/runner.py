@@ -126,6 +126,34 @@ def model_plugin_args(profile):
     return ["-plugin", arg + ("," + extra if extra else "")]
 
 
+# the plugin argument of the out-of-order core (docs/COSTMODEL.md)
+OOO_ARGS = "core=ooo"
+
+
+def core_ooo(model_args):
+    """Do these plugin arguments (BAREMM_MODEL_ARGS) select the out-of-order core?"""
+    return OOO_ARGS in (model_args or "").split(",")
+
+
+def host_cpuinfo():
+    """{"id": "vendor family model stepping" (decimal, as /proc/cpuinfo prints them),
+    "name": the model name} of CPU 0; "?" for what cannot be read."""
+    want = ("vendor_id", "cpu family", "model", "stepping", "model name")
+    got = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                k = k.strip()
+                if k in want and k not in got:
+                    got[k] = v.strip()
+                if not line.strip() and got:
+                    break
+    except OSError:
+        pass
+    return {"id": " ".join(got.get(k, "?") for k in want[:4]), "name": got.get("model name", "?")}
+
+
 def qemu_arg_path(p):
     """QEMU option values escape ',' by doubling it."""
     return p.replace(",", ",,")

@@ -12,25 +12,24 @@ plain -icount, and guest MIPS = instructions / host CPU seconds.
 """
 import json
 import os
-import re
 import resource
 import sys
 
 from . import perfcheck, runner, status as st, table as tab
 
 # (name, core argument or None for plain -icount)
-MODES = (("icount", None), ("inorder", "core=inorder"), ("ooo", "core=ooo"))
-_TOTAL_RE = re.compile(r"^BAREMM-MODEL-TOTAL vcpu=(\d+) insns=(\d+)", re.M)
+MODES = (("icount", None), ("inorder", "core=inorder"), ("ooo", runner.OOO_ARGS))
 
 
 class SpeedError(Exception):
     pass
 
 
-def guest_insns(serial_text):
-    """Guest instructions of a model boot: the sum of the vCPUs' BAREMM-MODEL-TOTAL lines
-    (None when the plugin printed none)."""
-    per = {int(v): int(n) for v, n in _TOTAL_RE.findall(serial_text)}
+def guest_insns(model_totals):
+    """Guest instructions of a model boot: the sum over vCPUs of the BAREMM-MODEL-TOTAL
+    lines the log parser read (logparse: parsed["model_totals"]); None when the plugin
+    printed none."""
+    per = {int(t["vcpu"]): int(t["insns"]) for t in model_totals}
     return sum(per.values()) if per else None
 
 
@@ -82,17 +81,6 @@ def table(summary, out=sys.stdout):
     out.write(tab.text(tab.columns(HEAD, left=(0,)), _rows(summary)))
 
 
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "?"
-
-
 def main(a):
     profile = runner.resolve_profile(a.profile)
     try:
@@ -117,13 +105,12 @@ def main(a):
                            "model": profile if core else None, "timeout": a.timeout}
                     d = runner.new_dir(top, "%s-%d" % (mode, r))
                     c0 = _child_cpu()
-                    rec, _ = runner.boot(cfg, d, iso=iso, name=mode)
+                    rec, parsed = runner.boot(cfg, d, iso=iso, name=mode)
                     cpu = _child_cpu() - c0
                     if rec["status"] != "pass":
                         raise SpeedError("%s boot ended with status %s (see %s)"
                                          % (mode, rec["status"], d))
-                    with open(os.path.join(d, "serial.log"), errors="replace") as f:
-                        insns = guest_insns(f.read()) if core else None
+                    insns = guest_insns(parsed["model_totals"]) if core else None
                     if core and insns is None:
                         raise SpeedError("%s boot printed no BAREMM-MODEL-TOTAL (see %s)" % (mode, d))
                     samples.append((mode, cpu, rec["qemu"]["duration_s"], insns))
@@ -145,7 +132,7 @@ def main(a):
     table(s)
     data = {"profile": a.profile, "smp": a.smp, "mem": a.mem, "cmdline": a.cmdline,
             "rounds": a.rounds, "samples": samples, "summary": s, "git": runner.git_info(),
-            "host_cpus": os.cpu_count(), "host_cpu_name": _cpu_name(),
+            "host_cpus": os.cpu_count(), "host_cpu_name": runner.host_cpuinfo()["name"],
             "command": "tools/baremm model-speed --smp %d --mem %s --rounds %d --cmdline '%s' "
                        "--save docs/data" % (a.smp, a.mem, a.rounds, a.cmdline)}
     runner.write_json(os.path.join(top, "speed.json"), data)

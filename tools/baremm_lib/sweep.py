@@ -167,7 +167,7 @@ def gen_doc_block_zen3(root, problems):
 
 
 def gen_doc_block_ooo(root, problems):
-    return gen_doc_block(root, problems, model_args="core=ooo")
+    return gen_doc_block(root, problems, model_args=runner.OOO_ARGS)
 
 
 def plot_records(data):
