@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "arch/x86_64/costmodel.h"	/* the marker commands and the harness's limits */
-#include "kernel/math.h"		/* the guest harness's integer statistics */
 #include "model/protocol.h"
 
 #define MAX_RUNS MODEL_MAX_RUNS
@@ -23,15 +22,18 @@ struct region {
 	int64_t r_part[NR_PART], acc_part[NR_PART];	/* x100 */
 };
 
+/* The runs of one variant: each run's cost per op and parts (x100, x10000), its ops; the
+ * events and ops summed over the runs. */
 struct variant_acc {
 	unsigned nruns;
+	bool overflow;			/* a run beyond MAX_RUNS came (reported once) */
 	u64 runs[MAX_RUNS];
+	u64 run_ops[MAX_RUNS];
 	u64 ev[NR_MEV];
 	u64 ops;
-	int64_t part[MAX_RUNS][NR_PART];	/* x10000: each run's parts, per op */
+	int64_t part[MAX_RUNS][NR_PART];
 };
 
-static u64 ghz_x100;
 static int out_fd = 1;
 static struct region *regions;
 static char hello_line[2560];
@@ -47,7 +49,6 @@ int proto_init(unsigned n, const struct profile *p, int fd, const char *hello_ta
 	regions = calloc(n, sizeof(*regions));
 	if (!regions)
 		return -1;
-	ghz_x100 = p->ghz_x100;
 	out_fd = fd;
 	char d[2048];
 	profile_describe(p, d, sizeof(d));
@@ -89,68 +90,36 @@ static int fx(char *b, size_t l, u64 x100)
 	return snprintf(b, l, "%llu.%02llu", (unsigned long long)(x100 / 100), (unsigned long long)(x100 % 100));
 }
 
-static void stats_and_print(const char *key, unsigned vidx)
+/* A signed x10000 value with four decimals. */
+static int fx4(char *b, size_t l, int64_t x)
+{
+	u64 a = (u64)(x < 0 ? -x : x);
+	return snprintf(b, l, "%s%llu.%04llu", x < 0 ? "-" : "", (unsigned long long)(a / 10000),
+			(unsigned long long)(a % 10000));
+}
+
+/* The figure's raw runs, one line each, then its totals. The statistics (median, spread,
+ * the median run's parts, events per op) are the host's (tools/baremm_lib/logparse.py):
+ * the plugin prints what it measured and computes nothing across runs. */
+static void print_runs(const char *key, unsigned vidx)
 {
 	struct variant_acc *va = &variants[vidx];
-	unsigned n = va->nruns;
-	u64 tmp[MAX_RUNS];
-	memcpy(tmp, va->runs, n * sizeof(u64));
-	u64 med = median_u64(tmp, n);	/* sorts tmp */
-	u64 mn = tmp[0], mx = tmp[n - 1];
-	u64 sum = 0;
-	for (unsigned i = 0; i < n; i++)
-		sum += va->runs[i];
-	u64 mean = sum / n;
-	/* sample stddev in integers, as the guest's harness computes it */
-	u64 scale = 1;
-	while (mx / scale > (1ull << 31))
-		scale *= 2;
-	u64 m = mean / scale, acc = 0;
-	for (unsigned i = 0; i < n; i++) {
-		u64 x = va->runs[i] / scale, d = x > m ? x - m : m - x;
-		acc += d * d;
-	}
-	u64 sd = 0;
-	if (n > 1)
-		sd = isqrt64(acc / (n - 1)) * scale;
-	u64 psd = mean ? sd * 10000 / mean : 0;
-	u64 ns = med * 100 / ghz_x100;
-	char b[7][32];
-	fx(b[0], 32, med), fx(b[1], 32, mean), fx(b[2], 32, sd), fx(b[3], 32, psd);
-	fx(b[4], 32, mn), fx(b[5], 32, mx), fx(b[6], 32, ns);
 	char line[4096];
-	int len = snprintf(line, sizeof(line),
-			   "BAREMM-RESULT %s unit=model_cycles runs=%u median=%s mean=%s stddev=%s pstddev=%s "
-			   "min=%s max=%s median_ns=%s ops=%llu",
-			   key, n, b[0], b[1], b[2], b[3], b[4], b[5], b[6], (unsigned long long)(va->ops / n));
-	u64 ops = va->ops ? va->ops : 1;
-	for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 64; e++) {
-		u64 x = va->ev[e] * 10000 / ops;
-		len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu.%04llu", ev_names[e],
-				(unsigned long long)(x / 10000), (unsigned long long)(x % 10000));
-	}
-	/* the parts of the median run (of the two middle runs' mean when n is even), so that
-	 * they add up to the median */
-	unsigned idx[MAX_RUNS];
-	for (unsigned i = 0; i < n; i++) {
-		unsigned j = i;
-		for (; j > 0 && va->runs[idx[j - 1]] > va->runs[i]; j--)
-			idx[j] = idx[j - 1];
-		idx[j] = i;
-	}
-	for (int k = 0; k < (int)nr_part_shown && len < (int)sizeof(line) - 64; k++) {
-		int64_t x = n & 1 ? va->part[idx[n / 2]][k]
-				  : (va->part[idx[n / 2 - 1]][k] + va->part[idx[n / 2]][k]) / 2;
-		u64 a = (u64)(x < 0 ? -x : x);
-		len += snprintf(line + len, sizeof(line) - (size_t)len, " part.%s=%s%llu.%04llu", part_names[k],
-				x < 0 ? "-" : "", (unsigned long long)(a / 10000), (unsigned long long)(a % 10000));
-	}
-	out_line("%s", line);
-	len = snprintf(line, sizeof(line), "BAREMM-SAMPLES %s values=", key);
-	for (unsigned r = 0; r < n && len < (int)sizeof(line) - 32; r++) {
-		len += snprintf(line + len, sizeof(line) - (size_t)len, "%s", r ? "," : "");
+	for (unsigned r = 0; r < va->nruns; r++) {
+		int len = snprintf(line, sizeof(line), "BAREMM-MODEL-RUN %s run=%u ops=%llu cycles=", key, r,
+				   (unsigned long long)va->run_ops[r]);
 		len += fx(line + len, sizeof(line) - (size_t)len, va->runs[r]);
+		for (int k = 0; k < (int)nr_part_shown && len < (int)sizeof(line) - 64; k++) {
+			len += snprintf(line + len, sizeof(line) - (size_t)len, " part.%s=", part_names[k]);
+			len += fx4(line + len, sizeof(line) - (size_t)len, va->part[r][k]);
+		}
+		out_line("%s", line);
 	}
+	int len = snprintf(line, sizeof(line), "BAREMM-MODEL-FIGURE %s unit=model_cycles runs=%u ops=%llu", key,
+			   va->nruns, (unsigned long long)va->ops);
+	for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 64; e++)
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu", ev_names[e],
+				(unsigned long long)va->ev[e]);
 	out_line("%s", line);
 }
 
@@ -216,11 +185,18 @@ void proto_marker(unsigned vi, struct cpu_acct *a, unsigned cmd, const struct tb
 			if (va->nruns < MAX_RUNS) {
 				for (int k = 0; k < NR_PART; k++)
 					va->part[va->nruns][k] = round_part[k] / (int64_t)round_n;
+				va->run_ops[va->nruns] = round_ops;
 				va->runs[va->nruns++] = round_sum / round_n;
+				va->ops += round_ops;
+				for (int e = 0; e < NR_MEV; e++)
+					va->ev[e] += round_ev[e];
+			} else if (!va->overflow) {
+				/* the guest's harness caps its runs at MODEL_MAX_RUNS: a run past it is
+				 * a protocol error, not a sample to drop quietly */
+				va->overflow = true;
+				out_line("BAREMM-MODEL-ERROR vcpu=%u reason=too_many_runs variant=%llu max=%u", vi,
+					 (unsigned long long)a0, MAX_RUNS);
 			}
-			va->ops += round_ops;
-			for (int e = 0; e < NR_MEV; e++)
-				va->ev[e] += round_ev[e];
 		}
 		round_sum = round_n = round_ops = 0;
 		memset(round_ev, 0, sizeof(round_ev));
@@ -246,7 +222,7 @@ void proto_marker(unsigned vi, struct cpu_acct *a, unsigned cmd, const struct tb
 				memset(&variants[a2], 0, sizeof(variants[a2]));
 			return;
 		}
-		stats_and_print(key, (unsigned)a2);
+		print_runs(key, (unsigned)a2);
 		memset(&variants[a2], 0, sizeof(variants[a2]));
 		return;
 	}

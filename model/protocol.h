@@ -1,7 +1,7 @@
 /*
  * The guest protocol (protocol.c, docs/COSTMODEL.md): the marker commands of
  * arch/x86_64/costmodel.h, per-CPU timed regions, the runs of each variant, and the
- * plugin's output lines (BAREMM-MODEL, BAREMM-RESULT, BAREMM-SAMPLES, BAREMM-MODEL-TOTAL,
+ * plugin's output lines (BAREMM-MODEL, BAREMM-MODEL-RUN, BAREMM-MODEL-FIGURE, BAREMM-MODEL-TOTAL,
  * BAREMM-MODEL-ERROR). QEMU-free: the glue reads the guest for it through struct
  * proto_guest and hands it the running CPU's account (clock.h).
  */
@@ -19,7 +19,7 @@ struct proto_guest {
 	bool (*mem)(u64 va, void *dst, size_t len);
 };
 
-/* n CPUs; figures in cycles of profile p (median_ns from its clock rate); lines go to fd.
+/* n CPUs; figures in cycles of profile p (the BAREMM-MODEL line names it); lines go to fd.
  * hello_tail follows the profile's description on the BAREMM-MODEL line. 0, or -1 when
  * out of memory. */
 int proto_init(unsigned n, const struct profile *p, int fd, const char *hello_tail);

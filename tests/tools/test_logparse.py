@@ -156,8 +156,9 @@ if __name__ == "__main__":
 
 MODEL_LOG = """BAREMM-MACHINE cpus=1 tsc_khz=1000000 cpu_model="x"
 BAREMM-MODEL profile=skylake-sp ghz=2.1 base_cpi=0.50
-BAREMM-RESULT bench=b.x variant=default cpus=1 metric=op unit=model_cycles runs=2 median=150.00 mean=150.00 stddev=0.00 pstddev=0.00 min=150.00 max=150.00 median_ns=71.42 ops=10 ev.model_l1d_miss=1.5000
-BAREMM-SAMPLES bench=b.x variant=default cpus=1 metric=op values=150.00,150.00
+BAREMM-MODEL-RUN bench=b.x variant=default cpus=1 metric=op run=0 ops=10 cycles=150.00 part.insns=100.0000 part.cache=50.0000
+BAREMM-MODEL-RUN bench=b.x variant=default cpus=1 metric=op run=1 ops=10 cycles=150.00 part.insns=100.0000 part.cache=50.0000
+BAREMM-MODEL-FIGURE bench=b.x variant=default cpus=1 metric=op unit=model_cycles runs=2 ops=20 ev.model_l1d_miss=30
 BAREMM-RESULT bench=b.x variant=default cpus=1 metric=op unit=cycles runs=2 median=90.00 mean=90.00 stddev=0.00 pstddev=0.00 min=90.00 max=90.00 median_ns=90.00 ops=10 ev.ipi_sent=2.0000
 BAREMM-SAMPLES bench=b.x variant=default cpus=1 metric=op values=90.00,90.00
 BAREMM-END status=pass results=1
@@ -179,14 +180,14 @@ class ModelModeTest(unittest.TestCase):
         self.assertEqual(r["samples"], [150, 150])      # its own SAMPLES, not the guest's
         self.assertEqual(r["instructions"], 90)
         self.assertEqual(r["events"], {"model_l1d_miss": 1.5, "ipi_sent": 2.0})
+        self.assertEqual(r["extra"]["part.cache"], "50.0000")
         self.assertEqual(p["icount_results"][0]["samples"], [90, 90])
         self.assertEqual(p["model_totals"][0]["insns"], "1000")
         self.assertEqual(runner.run_mode(None, p), "model")
 
     def test_guest_figure_without_model_figure_is_an_error(self):
         lines = MODEL_LOG.split("\n")
-        log = "\n".join(l for l in lines if "unit=model_cycles" not in l
-                        and "values=150" not in l)
+        log = "\n".join(l for l in lines if not l.startswith("BAREMM-MODEL-"))
         p = logparse.parse_log(log)
         self.assertTrue(any("no cost-model figure" in e["message"] for e in p["errors"]))
         self.assertEqual(p["results"], [])
@@ -198,10 +199,64 @@ class ModelModeTest(unittest.TestCase):
         self.assertTrue(any("cost model reports" in e["message"] for e in p["errors"]))
 
     def test_plain_icount_log_has_no_model(self):
-        p = logparse.parse_log(MODEL_LOG.replace("BAREMM-MODEL profile", "BAREMM-INFO profile")
-                               .replace("unit=model_cycles", "unit=cycles"))
+        log = "\n".join(l for l in MODEL_LOG.split("\n") if not l.startswith("BAREMM-MODEL"))
+        p = logparse.parse_log(log)
+        self.assertEqual(p["errors"], [])
         self.assertIsNone(p["mode"])
         self.assertEqual(runner.run_mode(None, p), "icount")
+
+
+def model_figure(cycles, parts=None, bench="b.y"):
+    """The plugin's lines of one figure: one BAREMM-MODEL-RUN per value, then the totals."""
+    key = "bench=%s variant=default cpus=1 metric=op" % bench
+    out = []
+    for i, c in enumerate(cycles):
+        pt = "".join(" part.%s=%s" % kv for kv in (parts[i] if parts else {}).items())
+        out.append("BAREMM-MODEL-RUN %s run=%d ops=4 cycles=%s%s" % (key, i, c, pt))
+    out.append("BAREMM-MODEL-FIGURE %s unit=model_cycles runs=%d ops=%d ev.model_walk=%d"
+               % (key, len(cycles), 4 * len(cycles), 3 * len(cycles)))
+    return "\n".join(out) + "\n"
+
+
+class ModelStatisticsTest(unittest.TestCase):
+    """The plugin prints raw runs; the figure's statistics are computed once, here."""
+
+    def parse(self, text):
+        return logparse.parse_model_output("BAREMM-MODEL profile=p ghz=2.00\n" + text)
+
+    def test_odd_runs(self):
+        parts = [{"insns": "1.0000"}, {"insns": "3.0000"}, {"insns": "2.0000"}]
+        r, = self.parse(model_figure(["10.00", "30.00", "20.00"], parts))
+        self.assertEqual((r["median"], r["min"], r["max"], r["mean"]), (20.0, 10.0, 30.0, 20.0))
+        self.assertAlmostEqual(r["stddev"], 10.0)
+        self.assertAlmostEqual(r["pstddev"], 50.0)
+        self.assertEqual(r["median_ns"], 10.0)          # 20 cycles at 2 GHz
+        self.assertEqual(r["samples"], [10.0, 30.0, 20.0])
+        self.assertEqual(r["extra"]["part.insns"], "2.0000")    # the median run's
+        self.assertEqual(r["extra"]["ops"], "4")        # per run
+        self.assertEqual(r["events"], {"model_walk": 0.75})     # 9 walks over 12 ops
+        self.assertEqual(r["unit"], "model_cycles")
+
+    def test_even_runs_take_the_middle_two(self):
+        parts = [{"insns": "4.0000"}, {"insns": "1.0000"}, {"insns": "2.0000"}, {"insns": "3.0000"}]
+        r, = self.parse(model_figure(["40.00", "10.00", "20.00", "31.00"], parts))
+        self.assertEqual(r["median"], 25.5)
+        self.assertEqual(r["extra"]["part.insns"], "2.5000")    # runs of 20 and 31
+
+    def test_incomplete_runs_are_errors(self):
+        text = model_figure(["1.00", "2.00", "3.00"])
+        for broken in (text.replace("run=1 ", "run=2 "),                 # a run twice
+                       "\n".join(l for l in text.split("\n") if "run=1 " not in l),
+                       text.replace("ops=12", "ops=13"),                 # totals disagree
+                       text.rsplit("BAREMM-MODEL-FIGURE", 1)[0]):         # no totals
+            with self.assertRaises(logparse.ParseError):
+                self.parse(broken)
+
+    def test_serial_log_reports_incomplete_runs(self):
+        log = MODEL_LOG.replace("BAREMM-MODEL-FIGURE bench=b.x", "BAREMM-MODEL-FIGURE bench=b.z")
+        p = logparse.parse_log(log)
+        self.assertTrue(any("without their BAREMM-MODEL-FIGURE" in e["message"]
+                            for e in p["errors"]), p["errors"])
 
 
 class LongLineTest(unittest.TestCase):

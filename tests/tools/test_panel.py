@@ -17,13 +17,22 @@ PANEL name=alloc_lookup group=mm cpus=1 ops=1 unit=tsc values=104,105,104,160,10
 PANEL name=noisy group=micro cpus=1 ops=64 unit=tsc values=10,20,30,40,50,60 desc="c"
 PANEL-END
 """
-MODEL = ("BAREMM-RESULT bench=panel.alloc_cached variant=default cpus=1 case=- metric=op "
-         "unit=model_cycles runs=5 median=1300.00 mean=1300.00 stddev=0.00 pstddev=0.00 "
-         "min=1300.00 max=1300.00 median_ns=520.00 ops=1 ev.model_l1_hit=2.0000\n"
-         "BAREMM-RESULT bench=panel.alloc_lookup variant=default cpus=1 case=- metric=op "
-         "unit=model_cycles runs=5 median=1313.00 mean=1313.00 stddev=0.00 pstddev=0.00 "
-         "min=1313.00 max=1313.00 median_ns=525.20 ops=1\n"
-         "BAREMM-RESULT bench=other.x median=1\n")
+
+
+def model_lines(bench, cycles, events="", ghz=None):
+    """The plugin's lines of one figure: a run line per value, then the totals."""
+    key = "bench=%s variant=default cpus=1 case=- metric=op" % bench
+    runs = "".join("BAREMM-MODEL-RUN %s run=%d ops=1 cycles=%s part.insns=%s\n" % (key, i, c, c)
+                   for i, c in enumerate(cycles))
+    return runs + "BAREMM-MODEL-FIGURE %s unit=model_cycles runs=%d ops=%d%s\n" % (
+        key, len(cycles), len(cycles), events)
+
+
+MODEL = ("BAREMM-MODEL profile=test ghz=2.50\n"
+         + model_lines("panel.alloc_cached", ["1300.00", "1290.00", "1300.00", "1310.00", "1300.00"],
+                       " ev.model_l1_hit=10")
+         + model_lines("panel.alloc_lookup", ["1313.00"] * 5)
+         + model_lines("other.x", ["1.00"]))
 
 
 class ParseTest(unittest.TestCase):
@@ -67,7 +76,16 @@ class ParseTest(unittest.TestCase):
         m = P.parse_model(MODEL)
         self.assertEqual(set(m), {"alloc_cached", "alloc_lookup"})
         self.assertEqual(m["alloc_cached"]["median"], 1300.0)
+        self.assertEqual((m["alloc_cached"]["min"], m["alloc_cached"]["max"]), (1290.0, 1310.0))
+        self.assertEqual(m["alloc_cached"]["runs"], 5)
+        # 10 events over the 5 runs' 5 ops
         self.assertEqual(m["alloc_cached"]["events"]["model_l1_hit"], 2.0)
+
+    def test_model_runs_must_be_complete(self):
+        with self.assertRaises(P.PanelError):       # a run line lost
+            P.parse_model(MODEL.replace("run=3 ", "run=4 ", 1))
+        with self.assertRaises(P.PanelError):       # a figure's runs without their totals
+            P.parse_model(MODEL.rsplit("BAREMM-MODEL-FIGURE", 1)[0])
 
     def test_join_pairs_summary(self):
         m = P.parse_model(MODEL)
@@ -88,7 +106,7 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(s["in_tight"], 0)
 
     def test_wrong_sign(self):
-        m = P.parse_model(MODEL.replace("median=1313.00", "median=1200.00"))
+        m = P.parse_model(MODEL.replace("cycles=1313.00", "cycles=1200.00"))
         rows = P.join(self.native, {}, m)
         e = P.pairs(self.native, rows)[0]
         self.assertFalse(e["sign_ok"])

@@ -211,7 +211,30 @@ def cmd_run(a):
 
 # ---------------------------------------------------------------- parse
 
+def print_model_output(path):
+    """`parse --model-output`: the figures of the plugin's own out= file (which holds no
+    kernel lines), one key=value line each, their statistics computed from the raw runs."""
+    try:
+        with open(path, errors="replace") as f:
+            figures = logparse.parse_model_output(f.read())
+    except OSError as e:
+        err(str(e))
+        return st.EXIT_TOOL_ERROR
+    except logparse.ParseError as e:
+        err("%s: %s" % (path, e))
+        return st.EXIT_LOG_ERROR
+    for r in figures:
+        fields = [("bench", r["bench"]), ("variant", r["variant"]), ("cpus", r["cpus"])]
+        fields += [("case", r["case"])] if "case" in r else []
+        fields += [("metric", r["metric"]), ("unit", r["unit"]), ("runs", r["runs"])]
+        fields += [(k, "%.2f" % r[k]) for k in ("median", "mean", "stddev", "min", "max")]
+        print(" ".join("%s=%s" % kv for kv in fields))
+    return 0
+
+
 def cmd_parse(a):
+    if a.model_output:
+        return print_model_output(a.log)
     try:
         rec, _ = runner.record_from_log(a.log)
     except OSError as e:
@@ -358,6 +381,8 @@ def build_parser():
     p = sub.add_parser("parse", help="parse a saved serial log")
     p.add_argument("log")
     p.add_argument("--json", action="store_true", help="print the run.json-shaped record")
+    p.add_argument("--model-output", action="store_true", help="LOG is the cost model's own "
+                   "out= file: print its figures, one key=value line each")
     p.set_defaults(func=cmd_parse)
 
     p = sub.add_parser("compare", help="LKP-style comparison of result sets")

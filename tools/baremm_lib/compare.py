@@ -3,7 +3,7 @@
 For every figure (bench, metric, cpus, variant): median and %stddev per side, %change of
 each side against the first, and whether the change is larger than the noise:
   * Welch's two-sided t-test (alpha 0.05) when both sides carry raw samples
-    (BAREMM-SAMPLES), or
+    (BAREMM-SAMPLES, or the cost model's BAREMM-MODEL-RUN lines), or
   * otherwise: |change of the medians| > 2 x sqrt(stddev_a^2 + stddev_b^2).
 Both sides with zero spread (deterministic icount runs): any change is significant.
 """
@@ -186,7 +186,7 @@ def footer(cmp):
     used = cmp.tests_used()
     parts = []
     if used.get("welch"):
-        parts.append("%d by Welch's two-sided t-test on the raw samples (BAREMM-SAMPLES), "
+        parts.append("%d by Welch's two-sided t-test on the raw samples (the runs), "
                      "significant when p < %.2g" % (used["welch"], stats.ALPHA))
     if used.get("noise"):
         parts.append("%d without raw samples: significant when |change| > %g x combined stddev "

@@ -6,7 +6,7 @@ and contributes no number; a log without BAREMM-END is reported as truncated.
 """
 import re
 
-from . import figure as figmod, ktap as ktapmod
+from . import figure as figmod, ktap as ktapmod, stats
 from .figure import Figure
 from .status import KERNEL_CODES
 
@@ -26,7 +26,7 @@ TAG_RE = re.compile(r"^BAREMM-([A-Z]+(?:-[A-Z]+)*)(?:\s+(.*))?$")
 KV_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_.\-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)(?=\s|$)')
 NUM_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
 INT_RE = re.compile(r"^[-+]?\d+$")
-MIDLINE_TAG_RE = re.compile(r"BAREMM-(?:RESULT|END|SAMPLES|MACHINE|INFO)\b")
+MIDLINE_TAG_RE = re.compile(r"BAREMM-(?:RESULT|END|SAMPLES|MACHINE|INFO|MODEL-RUN|MODEL-FIGURE)\b")
 FRAME_RE = re.compile(r"^\s*\[<([0-9a-fA-F]{8,16})>\]")
 
 RESULT_REQUIRED = ("bench", "variant", "cpus", "metric", "unit", "runs", "median", "mean",
@@ -36,6 +36,10 @@ RESULT_FLOAT = ("median", "mean", "stddev", "pstddev", "min", "max", "median_ns"
 MACHINE_INT = ("tsc_khz", "mem_mib", "cpus")
 # Figures the cycle-cost plugin prints (docs/COSTMODEL.md) carry this unit.
 MODEL_UNIT = "model_cycles"
+# The plugin prints a figure's raw runs (BAREMM-MODEL-RUN) and then its totals
+# (BAREMM-MODEL-FIGURE); the fields of each that are not the figure's key:
+MODEL_RUN_FIELDS = ("run", "ops", "cycles")
+MODEL_FIGURE_FIELDS = ("unit", "runs", "ops")
 
 
 class ParseError(Exception):
@@ -180,6 +184,119 @@ def _check_result_consistency(r):
     return w
 
 
+def _model_key(kv, fields):
+    """The figure key of a plugin line: its fields other than the run's or the totals'."""
+    return tuple(sorted((k, v) for k, v in kv.items()
+                        if k not in fields and not k.startswith("part.") and not k.startswith("ev.")))
+
+
+def parse_model_run(kv):
+    for k in ("bench", "variant", "cpus", "metric") + MODEL_RUN_FIELDS:
+        if k not in kv:
+            raise ParseError("missing %s" % k)
+    run = {"run": to_number(kv["run"], "run", integer=True),
+           "ops": to_number(kv["ops"], "ops", integer=True),
+           "cycles": float(to_number(kv["cycles"], "cycles")),
+           "parts": {k[len("part."):]: float(to_number(v, k)) for k, v in kv.items()
+                     if k.startswith("part.")}}
+    return _model_key(kv, MODEL_RUN_FIELDS), run
+
+
+def model_result(kv, runs, ghz=None):
+    """A cost-model figure from the plugin's totals line @kv and its raw @runs: the same
+    result a kernel BAREMM-RESULT line gives (parse_result), its statistics computed here,
+    once (stats.summarize): median, spread, ops per run, events per op and the parts of
+    the median run (the mean of the two middle runs' when there is an even number of
+    them, so that the parts add up to the median)."""
+    for k in ("bench", "variant", "cpus", "metric") + MODEL_FIGURE_FIELDS:
+        if k not in kv:
+            raise ParseError("missing %s" % k)
+    n = to_number(kv["runs"], "runs", integer=True)
+    if n < 1:
+        raise ParseError("runs=%d: must be at least 1" % n)
+    if [r["run"] for r in runs] != list(range(n)):
+        raise ParseError("runs=%d but the BAREMM-MODEL-RUN lines before it are runs %s"
+                         % (n, [r["run"] for r in runs] or "none"))
+    total_ops = to_number(kv["ops"], "ops", integer=True)
+    if total_ops != sum(r["ops"] for r in runs):
+        raise ParseError("ops=%d is not the sum of its runs' ops (%d)"
+                         % (total_ops, sum(r["ops"] for r in runs)))
+    values = [r["cycles"] for r in runs]
+    summ = stats.summarize(values)
+    out = {k: v for k, v in kv.items() if k not in MODEL_FIGURE_FIELDS and not k.startswith("ev.")}
+    out.update({"unit": kv["unit"], "runs": str(n), "ops": str(total_ops // n)})
+    for k in ("median", "mean", "stddev", "pstddev", "min", "max"):
+        out[k] = repr(summ[k])
+    if ghz:
+        out["median_ns"] = repr(summ["median"] / ghz)
+    ops = total_ops or 1
+    for k, v in kv.items():
+        if k.startswith("ev."):
+            out[k] = repr(to_number(v, k, integer=True) / ops)
+    order = sorted(range(n), key=lambda i: values[i])      # stable: ties keep run order
+    mid = [order[n // 2]] if n % 2 else [order[n // 2 - 1], order[n // 2]]
+    for name in runs[0]["parts"]:
+        out["part." + name] = "%.4f" % (sum(runs[i]["parts"].get(name, 0.0) for i in mid) / len(mid))
+    r = parse_result(out)
+    r["samples"] = values
+    return r
+
+
+class _ModelFigures:
+    """The runs of the figures being printed, until each one's totals line."""
+
+    def __init__(self):
+        self.pending = {}
+
+    def run(self, kv, ln):
+        key, run = parse_model_run(kv)
+        run["line"] = ln
+        self.pending.setdefault(key, []).append(run)
+
+    def figure(self, kv, ghz):
+        return model_result(kv, self.pending.pop(_model_key(kv, MODEL_FIGURE_FIELDS), []), ghz)
+
+    def leftover(self):
+        """[(line, message)] for runs whose totals line never came."""
+        return [(runs[0]["line"], "BAREMM-MODEL-RUN lines (%d) without their BAREMM-MODEL-FIGURE"
+                 % len(runs)) for runs in self.pending.values()]
+
+
+def model_ghz(model_kv):
+    """The clock rate named on the BAREMM-MODEL line (median_ns is computed with it)."""
+    if not model_kv or "ghz" not in model_kv:
+        return None
+    return float(to_number(model_kv["ghz"], "ghz")) or None
+
+
+def parse_model_output(text):
+    """The cost-model figures of the plugin's own output (its out= file, or a serial log):
+    results as parse_result gives them. A malformed line raises ParseError."""
+    figs, model, results = _ModelFigures(), None, []
+    for ln, line, _ in logical_lines(text.splitlines()):
+        m = TAG_RE.match(line)
+        if not m or not m.group(1).startswith("MODEL"):
+            continue
+        tag, rest = m.group(1), m.group(2) or ""
+        try:
+            if tag == "MODEL-ERROR":
+                raise ParseError("the cost model reports: %s" % rest)
+            if tag == "MODEL":
+                model = parse_kv(rest)
+            elif tag == "MODEL-RUN":
+                figs.run(parse_kv(rest), ln)
+            elif tag == "MODEL-FIGURE":
+                r = figs.figure(parse_kv(rest), model_ghz(model))
+                r["line"] = ln
+                results.append(r)
+        except ParseError as e:
+            raise ParseError("line %d: BAREMM-%s: %s" % (ln, tag, e))
+    left = figs.leftover()
+    if left:
+        raise ParseError("line %d: %s" % left[0])
+    return results
+
+
 def parse_log(data, path=None):
     """Parse serial output (bytes or str). Returns a plain dict (see docs/OUTPUT.md)."""
     if isinstance(data, bytes):
@@ -213,6 +330,7 @@ def parse_log(data, path=None):
         "warnings": [],
     }
     errors, warnings = out["errors"], out["warnings"]
+    out["_model_figures"] = _ModelFigures()
     kernel_lines = []   # (line number, cleaned text) for the KTAP parser
     started = False
     last_panic = None
@@ -279,6 +397,8 @@ def parse_log(data, path=None):
         errors.append({"line": len(raw_lines) or None,
                        "message": "log is truncated: no BAREMM-END line (%d lines read)"
                        % len(raw_lines)})
+    for ln, msg in out.pop("_model_figures").leftover():
+        errors.append({"line": ln, "message": msg})
     _attach_samples(out)
     guest = [r for r in out["results"] if r["unit"] != MODEL_UNIT]
     if out["end"] is not None and out["end"].get("results") is not None \
@@ -347,6 +467,14 @@ def _handle_tag(out, tag, rest, ln, line):
     elif tag == "MODEL-TOTAL":
         kv["line"] = ln
         out["model_totals"].append(kv)
+    elif tag == "MODEL-RUN":
+        out["_model_figures"].run(kv, ln)
+    elif tag == "MODEL-FIGURE":
+        r = out["_model_figures"].figure(kv, model_ghz(out["model"]))
+        r["line"] = ln
+        for w in _check_result_consistency(r):
+            out["warnings"].append({"line": ln, "message": w})
+        out["results"].append(r)
     elif tag == "INFO":
         kv["line"] = ln
         out["info"].append(kv)

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from . import modelerror, runner, status as st, table as tab
+from . import logparse, modelerror, runner, status as st, table as tab
 
 ROOT = runner.ROOT
 NATIVE_DIR = os.path.join(ROOT, "tools", "native")
@@ -195,17 +195,19 @@ def parse_panel(text):
 
 
 def parse_model(text):
-    """The plugin's BAREMM-RESULT lines of bench=panel.* -> {name: {median, events}}."""
+    """The plugin's figures of bench=panel.* -> {name: {median, min, max, runs, events}}
+    (logparse computes them from the plugin's raw runs)."""
     out = {}
-    for line in text.splitlines():
-        if not line.startswith("BAREMM-RESULT bench=panel."):
+    try:
+        figures = logparse.parse_model_output(text)
+    except logparse.ParseError as e:
+        raise PanelError("the cost model's output: %s" % e)
+    for r in figures:
+        if not r["bench"].startswith("panel."):
             continue
-        kv = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
-        name = kv["bench"][len("panel."):]
-        out[name] = {"median": float(kv["median"]), "min": float(kv["min"]),
-                     "max": float(kv["max"]), "runs": int(kv["runs"]),
-                     "events": {k[len("ev."):]: float(v) for k, v in kv.items()
-                                if k.startswith("ev.")}}
+        out[r["bench"][len("panel."):]] = {
+            "median": r["median"], "min": r["min"], "max": r["max"], "runs": r["runs"],
+            "events": dict(r["events"])}
     return out
 
 

@@ -101,15 +101,18 @@ boot() {
 # a model boot's rows are the cost model's figures (LOG.model), in model cycles.
 table() {
 	printf '%-22s %-28s %-5s %-7s %12s %12s %12s\n' bench case smp mode median min max
-	local f smp mode src pat
+	local f smp mode
 	for f in "$@"; do
 		smp=$(sed -n 's/.* -smp \([0-9]*\) .*/\1/p' "$f" | head -1)
-		src=$f pat='^LREF bench='
-		if grep -q -- '-plugin' "$f"; then
-			mode=model src=$f.model pat='^BAREMM-RESULT bench=lref[.]'
+		if grep -q -- '-plugin' "$f"; then mode=model
 		elif grep -q -- '-icount' "$f"; then mode=icount; else mode=tcg; fi
-		grep "$pat" "$src" | awk -v smp="$smp" -v mode="$mode" '{
-			for (i = 2; i <= NF; i++) { k = index($i, "="); v[substr($i, 1, k - 1)] = substr($i, k + 1) }
+		if [ "$mode" = model ]; then
+			# the plugin prints raw runs; baremm's log parser computes the figures
+			"$ROOT/tools/baremm" parse --model-output "$f.model" | grep '^bench=lref[.]'
+		else
+			grep '^LREF bench=' "$f" | cut -d' ' -f2-
+		fi | awk -v smp="$smp" -v mode="$mode" '{
+			for (i = 1; i <= NF; i++) { k = index($i, "="); v[substr($i, 1, k - 1)] = substr($i, k + 1) }
 			sub(/^lref[.]/, "", v["bench"])
 			printf "%-22s %-28s %-5s %-7s %12s %12s %12s\n", v["bench"], v["case"], smp, mode, v["median"], v["min"], v["max"]
 		}'
