@@ -112,6 +112,87 @@ class ParseTest(unittest.TestCase):
         self.assertFalse(e["sign_ok"])
 
 
+GUEST = NATIVE.replace("mode=native", "mode=guest").replace("unit=tsc", "unit=insns")
+
+
+class RemodelTest(unittest.TestCase):
+    """remodel: the model side booted again, the recorded native side kept, refused when
+    the native side's sources changed since the recording."""
+
+    def setUp(self):
+        rows, clocks = P.parse_panel(NATIVE)
+        native = P.native_figures(rows, clocks)
+        recorded = P.join(native, P.parse_panel(GUEST)[0],
+                          P.parse_model(MODEL.replace("cycles=1313.00", "cycles=1200.00")
+                                        + model_lines("panel.noisy", ["50.00"] * 5)))
+        self.old = {"schema": P.SCHEMA, "profile": "host", "rounds": 6, "model_rounds": 5,
+                    "host": {"cpu": "x", "core_ghz": 3.0, "tsc_ghz": 2.3, "core_per_tsc": 1.3},
+                    "kernel": os.path.basename(P.kernel_image()),
+                    "git": {"rev": "a" * 40, "dirty": False}, "rows": recorded,
+                    "pairs": P.pairs(native, recorded), "summary": P.summary(recorded),
+                    "boot": {"log": "old"}, "profile_text": "name = host\n", "model_args": "",
+                    "inputs_sha": "old", "cpu_id": "GenuineIntel 6 207 2"}
+        self.saved = {k: getattr(P, k) for k in ("native_sha_at", "native_sha", "run_model",
+                                                 "build", "build_plugin", "inputs_sha")}
+        P.native_sha_at = lambda rev: "same"
+        P.native_sha = lambda root=P.ROOT: "same"
+        P.build = lambda out: ("panel", "panel_vm")
+        P.build_plugin = lambda: None
+        P.inputs_sha = lambda *a: "new"
+        self.booted = []
+
+        def run_model(out, panel, vm, profile, rounds, only=None):
+            with open(profile) as f:
+                self.booted.append((f.read(), rounds, os.environ.get("BAREMM_MODEL_ARGS")))
+            return GUEST, MODEL + model_lines("panel.noisy", ["50.00"] * 5), {"log": "new"}
+        P.run_model = run_model
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            setattr(P, k, v)
+
+    def remodel(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "native-panel-host-intel-6-cf.json")
+            P.runner.write_json(path, self.old)
+            out = os.path.join(d, "out")
+            data = P.remodel(path, out, save=os.path.join(d, "saved.json"))
+            self.assertTrue(os.path.isfile(os.path.join(d, "saved.json")))
+            return data
+
+    def test_model_side_new_native_side_kept(self):
+        import contextlib
+        import io
+        with contextlib.redirect_stdout(io.StringIO()):
+            data = self.remodel()
+        self.assertEqual(self.booted, [("name = host\n", 5, "")])   # the recorded profile
+        by = {r["name"]: r for r in data["rows"]}
+        old = {r["name"]: r for r in self.old["rows"]}
+        self.assertEqual(by["alloc_lookup"]["model"], 1313.0)           # booted again
+        self.assertEqual(old["alloc_lookup"]["model"], 1200.0)
+        for k in ("native_min", "native_median", "native_trusted"):
+            self.assertEqual(by["alloc_lookup"][k], old["alloc_lookup"][k])
+        pr, = data["pairs"]
+        self.assertEqual(pr["effect"], self.old["pairs"][0]["effect"])   # native, kept
+        self.assertAlmostEqual(pr["model_effect"], 0.01)                # model, anew
+        self.assertTrue(pr["sign_ok"])
+        self.assertFalse(self.old["pairs"][0]["sign_ok"])
+        self.assertEqual(data["remodelled"]["native_git"], "a" * 40)
+        self.assertEqual((data["inputs_sha"], data["cpu_id"]), ("new", self.old["cpu_id"]))
+
+    def test_changed_native_sources_are_refused(self):
+        P.native_sha = lambda root=P.ROOT: "other"
+        with self.assertRaises(P.PanelError) as e:
+            self.remodel()
+        self.assertIn("measure the panel anew on its CPU", str(e.exception))
+        self.assertEqual(self.booted, [])
+
+    def test_dirty_recording_is_refused(self):
+        self.old["git"]["dirty"] = True
+        with self.assertRaises(P.PanelError):
+            self.remodel()
+
+
 class StatsTest(unittest.TestCase):
     def test_median_ci_contains_median(self):
         v = list(range(1, 32))

@@ -103,23 +103,54 @@ def _code_only(text, path):
     return " ".join(text.split())
 
 
-def compiled_files():
-    """Every source and header the panel binaries are compiled from (gcc -MM), and the
-    plugin's sources."""
+def compiled_files(root=ROOT, plugin=True):
+    """Every source and header the panel binaries are compiled from (gcc -MM), and (with
+    @plugin) the plugin's sources, in the tree at @root."""
     files = set()
     srcs = [(s, MM_CFLAGS) for s in set(MM_SRCS + VM_SRCS)] + [("kernel/string.c", STRING_CFLAGS)]
     srcs += [("tools/native/" + s, PANEL_CFLAGS) for s in PANEL_SRCS + VM_PANEL_SRCS]
     for src, flags in srcs:
         r = subprocess.run(["gcc"] + [f for f in flags if f != "-Werror"] + ["-MM", src],
-                           cwd=ROOT, capture_output=True, text=True)
+                           cwd=root, capture_output=True, text=True)
         if r.returncode:
             raise PanelError("gcc -MM %s failed:\n%s" % (src, r.stderr))
         deps = r.stdout.replace("\\\n", " ").split(":", 1)[1].split()
         files.update(d for d in deps if not os.path.isabs(d))
-    for g in PLUGIN_GLOBS:
-        files.update(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, g))
+    for g in PLUGIN_GLOBS if plugin else ():
+        files.update(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, g))
                      if not os.path.basename(p).startswith("test_"))
     return sorted(files)
+
+
+def _digest_files(h, root, files):
+    for rel in files:
+        with open(os.path.join(root, rel), errors="replace") as f:
+            h.update(rel.encode() + b"\0" + _code_only(f.read(), rel).encode() + b"\0")
+
+
+def native_sha(root=ROOT):
+    """A digest of the native side's inputs: the code the panel binaries are compiled
+    from (comments stripped), in the tree at @root. While it is unchanged a recorded
+    native side stands, and a change of the plugin alone needs only the model side
+    booted again (remodel)."""
+    h = hashlib.sha256()
+    _digest_files(h, root, compiled_files(root, plugin=False))
+    return h.hexdigest()[:16]
+
+
+def native_sha_at(rev):
+    """native_sha of the committed tree at git revision @rev."""
+    d = tempfile.mkdtemp(prefix="panel-rev-")
+    try:
+        arch = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True)
+        if arch.returncode:
+            raise PanelError("git archive %s failed: %s" % (rev, arch.stderr.decode(errors="replace")))
+        x = subprocess.run(["tar", "-x", "-C", d], input=arch.stdout, capture_output=True)
+        if x.returncode:
+            raise PanelError("tar -x failed: %s" % x.stderr.decode(errors="replace"))
+        return native_sha(d)
+    finally:
+        shutil.rmtree(d)
 
 
 def inputs_sha(profile_text, kernel, model_args=""):
@@ -128,9 +159,7 @@ def inputs_sha(profile_text, kernel, model_args=""):
     memory and command line, extra plugin arguments. A recorded panel is current while
     this digest is unchanged."""
     h = hashlib.sha256()
-    for rel in compiled_files():
-        with open(os.path.join(ROOT, rel), errors="replace") as f:
-            h.update(rel.encode() + b"\0" + _code_only(f.read(), rel).encode() + b"\0")
+    _digest_files(h, ROOT, compiled_files())
     for x in (_code_only(profile_text, "p.cfg"), kernel, model_args or "", GUEST_APPEND, GUEST_MEM):
         h.update(b"\0" + x.encode())
     return h.hexdigest()[:16]
@@ -142,6 +171,13 @@ def _cc(args, cwd=ROOT):
     r = subprocess.run(["gcc"] + args, cwd=cwd, capture_output=True, text=True)
     if r.returncode:
         raise PanelError("gcc failed: %s\n%s" % (" ".join(args), r.stderr))
+
+
+def build_plugin():
+    """make the plugin: the guest runs under the one these sources build."""
+    r = subprocess.run(["make", "-s", runner.MODEL_SO], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode:
+        raise PanelError("make %s failed:\n%s" % (runner.MODEL_SO, r.stderr))
 
 
 def build(out):
@@ -392,15 +428,21 @@ def pairs(native, rows):
         if a not in native or b not in native:
             continue
         e = pair_effect(native[a], native[b])
-        ma, mb = by[a].get("model"), by[b].get("model")
-        e.update(title=title, a=a, b=b,
-                 model_effect=(mb / ma - 1) if ma and mb else None,
-                 excludes_zero=e["lo"] > 0 or e["hi"] < 0)
-        if ma and mb:
-            e["sign_ok"] = (not e["excludes_zero"]) or (e["model_effect"] > 0) == (e["effect"] > 0)
-            e["diff_pp"] = 100 * (e["model_effect"] - e["effect"])
-        out.append(e)
+        e.update(title=title, a=a, b=b, excludes_zero=e["lo"] > 0 or e["hi"] < 0)
+        out.append(pair_model(e, by))
     return out
+
+
+def pair_model(e, by):
+    """Pair @e (its native effect) with the model's, from the joined rows @by."""
+    for k in ("model_effect", "sign_ok", "diff_pp"):
+        e.pop(k, None)
+    ma, mb = by[e["a"]].get("model"), by[e["b"]].get("model")
+    e["model_effect"] = (mb / ma - 1) if ma and mb else None
+    if ma and mb:
+        e["sign_ok"] = (not e["excludes_zero"]) or (e["model_effect"] > 0) == (e["effect"] > 0)
+        e["diff_pp"] = 100 * (e["model_effect"] - e["effect"])
+    return e
 
 
 def summary(rows):
@@ -507,6 +549,13 @@ def host_info():
 
 
 def main(a):
+    if a.remodel:
+        out = a.out or runner.new_dir(os.path.join(ROOT, "results"), "native-panel-remodel")
+        data = remodel(a.remodel, out, os.path.join(a.save, os.path.basename(a.remodel))
+                       if a.save else None)
+        if a.plot:
+            plot(data, a.plot)
+        return 0
     if a.from_json:
         with open(a.from_json) as f:
             data = json.load(f)
@@ -522,10 +571,7 @@ def main(a):
     t0 = time.monotonic()
     panel, vm = build(bdir)
     if not a.native_only and not a.reuse_model:
-        # the plugin the guest runs under is the one these sources build
-        r = subprocess.run(["make", "-s", runner.MODEL_SO], cwd=ROOT, capture_output=True, text=True)
-        if r.returncode:
-            raise PanelError("make %s failed:\n%s" % (runner.MODEL_SO, r.stderr))
+        build_plugin()
     print("native-panel: native rounds (%d, interleaved) ..." % a.rounds, file=sys.stderr)
     text = run_native(panel, a.rounds, a.only) + run_native(vm, a.rounds, a.only)
     with open(os.path.join(out, "native.log"), "w") as f:
@@ -574,6 +620,80 @@ def main(a):
     return 0
 
 
+def native_from_rows(rows):
+    """The native figures join() takes, from a recorded panel's rows."""
+    return {r["name"]: {"group": r["group"], "cpus": r["cpus"], "desc": r["desc"], "ops": r["ops"],
+                        "min": r["native_min"], "median": r["native_median"],
+                        "spread": r["native_spread"], "repeats": r["native_repeats"],
+                        "trusted": r["native_trusted"]} for r in rows}
+
+
+def remodel(path, out, save=None):
+    """Boot the model side of the recorded panel @path again, keep its native side: a
+    change of the plugin alone (the native side's inputs, native_sha, unchanged since the
+    recording) re-checks the model against a CPU this machine may not be. The profile is
+    the recorded one (a host profile) or the committed one (a published profile, as
+    panel-check reads it); the plugin arguments and guest kernel are the recorded ones."""
+    old = load_json(path)
+    if old is None or not old.get("rows") or old.get("boot") is None:
+        raise PanelError("%s is no recorded panel with a guest boot" % path)
+    native_rev = (old.get("remodelled") or {}).get("native_git") or (old.get("git") or {}).get("rev")
+    if not native_rev or (old.get("git") or {}).get("dirty"):
+        raise PanelError("%s names no clean git revision: its native side cannot be checked" % path)
+    then, now = native_sha_at(native_rev), native_sha()
+    if then != now:
+        raise PanelError("the native side's sources changed since %s (%s, now %s): measure the "
+                         "panel anew on its CPU (%s)" % (native_rev[:12], then, now, old.get("cpu_id")))
+    kernel = os.path.basename(kernel_image())
+    if old.get("kernel") != kernel:
+        raise PanelError("%s ran the guest on %s, this machine has %s" % (path, old.get("kernel"), kernel))
+    os.makedirs(out, exist_ok=True)
+    committed = os.path.join(ROOT, "model", "profiles", old["profile"] + ".cfg")
+    if old["profile"] != "host" and os.path.isfile(committed):
+        with open(committed) as f:
+            ptext = f.read()
+    else:
+        ptext = old["profile_text"]
+    profile = os.path.join(out, old["profile"] + ".cfg")
+    with open(profile, "w") as f:
+        f.write(ptext)
+    build_plugin()
+    panel, vm = build(os.path.join(ROOT, "build", "native"))
+    t0 = time.monotonic()
+    args = old.get("model_args") or ""
+    saved_env = os.environ.get("BAREMM_MODEL_ARGS")
+    os.environ["BAREMM_MODEL_ARGS"] = args
+    try:
+        print("native-panel: remodel %s: Linux guest under the cost model (%s%s) ..." % (
+            path, old["profile"], ", " + args if args else ""), file=sys.stderr)
+        serial, mtext, boot = run_model(out, panel, vm, profile, old["model_rounds"])
+    finally:
+        if saved_env is None:
+            os.environ.pop("BAREMM_MODEL_ARGS", None)
+        else:
+            os.environ["BAREMM_MODEL_ARGS"] = saved_env
+    native = native_from_rows(old["rows"])
+    model = parse_model(mtext)
+    missing = [n for n in native if n not in model]
+    if missing:
+        raise PanelError("the model printed no figure for %s (see %s)" % (", ".join(missing), out))
+    guest_rows, _ = parse_panel(serial)
+    rows = join(native, guest_rows, model)
+    by = {r["name"]: r for r in rows}
+    data = dict(old)
+    data.update(rows=rows, pairs=[pair_model(dict(e), by) for e in old["pairs"]],
+                summary=summary(rows), boot=boot, profile_text=ptext, kernel=kernel,
+                git=runner.git_info(), inputs_sha=inputs_sha(ptext, kernel, args),
+                remodelled={"native_git": native_rev, "native_sha": now,
+                            "from_git": (old.get("git") or {}).get("rev"),
+                            "model_duration_s": round(time.monotonic() - t0, 1)})
+    table(data)
+    runner.write_json(os.path.join(out, "panel.json"), data)
+    if save:
+        runner.write_json(save, data)
+    return data
+
+
 def saved_name(profile, model_args, cpu=None):
     """The name a panel is saved under (modelerror.panel_name): the profile's, the host's
     per CPU, -ooo under the out-of-order core (BAREMM_MODEL_ARGS=core=ooo), so that both
@@ -596,6 +716,10 @@ def add_parser(sub):
     p.add_argument("--save", help="also write DIR/native-panel-<profile>.json")
     p.add_argument("--plot", help="PNG of the ratios (needs gnuplot)")
     p.add_argument("--from", dest="from_json", help="print (and plot) a saved panel JSON")
+    p.add_argument("--remodel", metavar="PANEL_JSON", help="boot the model side of a recorded "
+                   "panel again and keep its native side (its native sources unchanged): after "
+                   "a change of the plugin alone, for a panel of any CPU; with --save, rewrite "
+                   "PANEL_JSON")
     p.set_defaults(func=main)
 
 

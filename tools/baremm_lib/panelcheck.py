@@ -124,7 +124,9 @@ def main(a):
         sha = P.inputs_sha(ptext, rec.get("kernel") or "", rec.get("model_args", ""))
         if sha != rec.get("inputs_sha"):
             lines.append(("%s.recorded" % prefix, "fail", "%s is stale (its inputs changed: "
-                          "sources, profile or kernel): run %s" % (rel, cmd)))
+                          "sources, profile or kernel): run %s, or, when only the plugin "
+                          "changed, tools/baremm native-panel --remodel %s --save docs/data "
+                          "(any CPU)" % (rel, cmd, rel)))
             continue
         lines.append(("%s.recorded" % prefix, "pass", "inputs %s" % sha))
         if rec.get("cpu_id") != cpu:
