@@ -97,8 +97,32 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(self.v["l1d_ways"], str(leaf4[1]["ways"]))
         self.assertEqual(self.v["l2_kib"], str(leaf4[2]["kib"]))
         self.assertEqual(self.v["l2_ways"], str(leaf4[2]["ways"]))
-        self.assertEqual(self.v["llc_kib"], str(leaf4[3]["kib"]))
         self.assertEqual(self.v["llc_ways"], str(leaf4[3]["ways"]))
+        # the recorded VM's L3 holds far less than CPUID's 260 MiB: the THP chase is 114
+        # cycles at 3 MiB (1.5x the L2) and 335 at 4 MiB; 3070 KiB = whole sets of 20 ways
+        ws = self.raw["chase"]["ws_kib"]
+        at = {w: min(col(self.raw, "chase", "ticks_2m", ws.index(w))) for w in (3072, 4096)}
+        self.assertGreater(at[4096], calibrate.LLC_RISE * at[3072])
+        self.assertEqual(self.v["llc_kib"], "3070")
+        self.assertIn("266240 KiB", self.c["llc_kib"])
+        self.assertEqual(3070 * 16 % leaf4[3]["ways"], 0)
+
+    def test_effective_llc(self):
+        ws = [512, 768, 1024, 2048, 4096, 8192, 16384]
+        # a shared L3: flat to 4 MiB, then DRAM
+        lat = dict(zip(ws, [14, 40, 44, 46, 60, 200, 400]))
+        e = calibrate.effective_llc(ws, lat, 512, 32768, 16)
+        self.assertEqual((e["kib"], e["first_ws_kib"], e["last_ws_kib"], e["next_ws_kib"]),
+                         (4096, 768, 4096, 8192))
+        self.assertEqual(e["latency_ws_kib"], 2048)      # sqrt(768 x 4096) = 1774
+        # bare metal: the chase never leaves the L3 in the series: CPUID's size
+        e = calibrate.effective_llc(ws, dict(zip(ws, [14, 40, 41, 42, 43, 44, 45])), 512, 16384, 16)
+        self.assertEqual(e["kib"], 16384)
+        # capped at CPUID's size, rounded down to whole sets
+        e = calibrate.effective_llc(ws, dict(zip(ws, [14, 40, 41, 42, 43, 44, 45])), 512, 8192, 16)
+        self.assertEqual(e["kib"], 8192)
+        e = calibrate.effective_llc(ws, lat, 512, 32768, 11)
+        self.assertEqual((e["kib"], e["kib"] * 16 % 11), (4092, 0))
 
     def test_amd_cache_leaf_is_named(self):
         # AMD reserves leaf 4: the measurer reads 0x8000001D (same layout) and says so
@@ -122,16 +146,16 @@ class DeriveTest(unittest.TestCase):
         stlb = statistics.median(min(col(self.raw, "tlb", "ticks_4k", pages.index(n))) - base
                                  for n in (128, 160, 192, 256))
         self.assertEqual(self.v["stlb_lat"], str(round(stlb)))
-        llc = min(col(self.raw, "chase", "ticks_4k", ws.index(6144))) - stlb
+        llc = min(col(self.raw, "chase", "ticks_4k", ws.index(3072))) - stlb
         self.assertEqual(self.v["llc_lat"], str(round(llc)))
         # the comment carries the spread of the same (4 KiB-page) series
-        for key, w in (("l1d_lat", 24), ("l2_lat", 384), ("llc_lat", 6144)):
+        for key, w in (("l1d_lat", 24), ("l2_lat", 384), ("llc_lat", 3072)):
             v = col(self.raw, "chase", "ticks_4k", ws.index(w))
             self.assertIn("min %.1f median %.1f max %.1f cycles" % (
                 min(v), statistics.median(v), max(v)), self.c[key], key)
         self.assertIn("24 KiB", self.c["l1d_lat"])
         self.assertIn("384 KiB", self.c["l2_lat"])
-        self.assertIn("6144 KiB", self.c["llc_lat"])
+        self.assertIn("3072 KiB", self.c["llc_lat"])
         # the recorded host: L1 < L2 < LLC < memory
         self.assertLess(int(self.v["l1d_lat"]), int(self.v["l2_lat"]))
         self.assertLess(int(self.v["l2_lat"]), int(self.v["llc_lat"]))

@@ -12,6 +12,7 @@ saying which. docs/COSTMODEL.md, "Calibration".
 Nothing here adjusts a value to make a result agree: every measured key is a fixed
 function of the raw figures (derive()), written down before any comparison.
 """
+import math
 import json
 import os
 import re
@@ -585,6 +586,37 @@ def _pick(ws_list, lo, hi):
     return min(above)
 
 
+# A working set past the LLC: its chase costs more than this many times the chase at the
+# first working set past the L2 (a DRAM access is several times an L3 hit on every x86).
+LLC_RISE = 2.0
+
+
+def effective_llc(ws, lat, l2_kib, llc_kib, ways=None):
+    """The LLC capacity the chase finds (a VM shares the L3 with other tenants and gets a
+    fraction of what CPUID says): from the first working set of at least 1.5x the L2
+    (the L2 mostly missed), the largest working set whose chase latency @lat (cycles, by
+    working set in KiB) stays within LLC_RISE x of it, at most the CPUID size @llc_kib;
+    rounded down so that it divides into whole sets of @ways. Also the working set to
+    read the LLC's latency at: the one nearest the geometric middle of that range."""
+    first = min([w for w in ws if w >= 1.5 * l2_kib] or [max(ws)])
+    ref = lat[first]
+    last = first
+    for w in sorted(w for w in ws if w > first):
+        if w > llc_kib or lat[w] > LLC_RISE * ref:
+            break
+        last = w
+    nxt = min([w for w in ws if w > last] or [0])
+    kib = min(last, llc_kib)
+    while ways and kib > 1 and (kib * 16) % ways:
+        kib -= 1
+    mid = math.sqrt(first * last)
+    in_range = [w for w in ws if first <= w <= last]
+    at = min(in_range, key=lambda w: (abs(math.log(w / mid)), w))
+    return {"kib": kib, "first_ws_kib": first, "ref_cycles": ref, "last_ws_kib": last,
+            "next_ws_kib": nxt or None, "next_cycles": lat[nxt] if nxt else None,
+            "latency_ws_kib": at}
+
+
 def _cache_level(leaf4, level):
     for c in leaf4:
         if c["level"] == level and c["type"] in ("data", "unified"):
@@ -675,13 +707,19 @@ def derive(raw, topology=None, root=None):
     v["l2_lat"] = str(round(l2_lat[0]))
     c["l2_lat"] = ("measured: same chase, %d KiB working set (%d pages, within the L1 dTLB): "
                    "%s" % (w2, w2 // 4, fmt_spread(l2_lat)))
-    # LLC: at least 3x the L2, inside the STLB's reach; every page misses the L1 dTLB, so
-    # the STLB hit is subtracted
-    w3 = _pick(ws, 3 * l2["kib"], stlb_entries * 4 * 3 // 4)
+    # LLC: the capacity this host's L3 gives the chase (effective_llc), and its latency
+    # in the middle of that range, inside the STLB's reach; every page misses the L1
+    # dTLB, so the STLB hit is subtracted
+    eff = effective_llc(ws, {w: lat2m[w][0] for w in ws}, l2["kib"], l3["kib"], l3["ways"])
+    w3 = eff["latency_ws_kib"]
+    if w3 > stlb_entries * 4 * 3 // 4:
+        w3 = _pick(ws, eff["first_ws_kib"], stlb_entries * 4 * 3 // 4)
+    d["effective_llc"] = eff
     llc_raw = lat4k[w3]
     v["llc_lat"] = str(round(llc_raw[0] - stlb_lat))
-    c["llc_lat"] = ("measured: same chase, %d KiB working set (%d pages, within the STLB): "
-                    "%s, minus stlb_lat" % (w3, w3 // 4, fmt_spread(llc_raw)))
+    c["llc_lat"] = ("measured: same chase, %d KiB working set (%d pages, within the STLB; the "
+                    "middle of the range the L3 holds, llc_kib): %s, minus stlb_lat"
+                    % (w3, w3 // 4, fmt_spread(llc_raw)))
 
     # plateau edges, cross-checking the CPUID sizes: the first working set whose latency
     # is past the midpoint between two levels
@@ -701,8 +739,18 @@ def derive(raw, topology=None, root=None):
         c[name + "_kib"] += ("; chase (THP buffer) plateau ends between %s and %s KiB (%s)"
                              % (e["last_below_kib"], e["first_above_kib"],
                                 "consistent" if e["consistent"] else "NOT consistent"))
-    c["llc_kib"] += ("; not checked against the chase: the host's L3 is shared with other "
-                     "tenants, the plateau is not a measure of its size")
+    if eff["kib"] < l3["kib"]:
+        v["llc_kib"] = str(eff["kib"])
+        c["llc_kib"] = ("measured, the capacity the chase finds: %s gives %d KiB (%d sets x %d "
+                        "ways), shared with whatever else runs on the host; " % (
+                            cleaf + ", level 3", l3["kib"], l3["sets"], l3["ways"]))
+    else:
+        c["llc_kib"] += "; the chase finds all of it: "
+    c["llc_kib"] += ("the THP chase costs %.0f cycles at %d KiB (the first working set of "
+                     "at least 1.5x the L2) and stays within %.1fx of that up to %d KiB%s" % (
+                         eff["ref_cycles"], eff["first_ws_kib"], LLC_RISE, eff["last_ws_kib"],
+                         "; %d KiB costs %.0f" % (eff["next_ws_kib"], eff["next_cycles"])
+                         if eff["next_ws_kib"] else ""))
 
     # TLB: reach from the one-line-per-page chase; walk cost from its 4 KiB series at 4x
     # the STLB reach, where data lines and PTEs are L2-resident
