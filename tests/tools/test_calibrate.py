@@ -181,11 +181,32 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(self.v["cpuid"], str(round(min(per_round(self.raw, "cpuid_leaf0")))))
         rt = min(x * c for x, c in zip(self.raw["c2c"]["roundtrip"], self.raw["core_per_tsc"]))
         self.assertEqual(self.v["c2c_lat"], str(round(rt / 2)))
-        movs = min(x * c for x, c in zip(self.raw["rep"]["movsb_4k_l1"], self.raw["core_per_tsc"]))
-        self.assertEqual(self.v["rep_line"], str(max(1, round(movs / 128))))
-        mm = min(x * c for x, c in zip(self.raw["rep"]["movsb_64k_from_mem"],
-                                       self.raw["core_per_tsc"]))
-        self.assertEqual(self.v["rep_mem_line"], str(round((mm - 2048 * movs / 128) / 1024)))
+        # a recording of the b forms (no "form"): the same arithmetic, named as such
+        cyc = lambda k: min(x * c for x, c in zip(self.raw["rep"][k], self.raw["core_per_tsc"]))
+        line = (cyc("movsb_4k_l1") + cyc("stosb_4k_l1")) / 192
+        self.assertEqual(self.v["rep_line"], str(max(1, round(line))))
+        self.assertIn("rep movsb and rep stosb of 4 KiB", self.c["rep_line"])
+        mm = cyc("movsb_64k_from_mem")
+        self.assertEqual(self.v["rep_mem_line"], str(round((mm - 2048 * line) / 1024)))
+
+    def test_rep_q_forms(self):
+        # the measurer's q forms (as kernel/string.c runs them): copy 2 and clear 1 cycle
+        # per line touched -> (256 + 64) / 192
+        raw = recorded()
+        n = len(raw["core_per_tsc"])
+        cpt = raw["core_per_tsc"]
+        raw["rep"] = {"form": "q", "movs_4k_l1": [256 / c for c in cpt],
+                      "stos_4k_l1": [64 / c for c in cpt],
+                      "movs_64k_from_mem": [(2048 * 320 / 192 + 1024 * 10) / c for c in cpt],
+                      "stos_64k_to_mem": [1024 * 5 / c for c in cpt]}
+        self.assertEqual(n, len(raw["rep"]["movs_4k_l1"]))
+        entries, _, _ = calibrate.derive(raw, raw["_topology"])
+        v = {k: val for k, val, _ in entries}
+        c = {k: com for k, _, com in entries}
+        self.assertEqual(v["rep_line"], "2")                # 1.67 rounded
+        self.assertEqual(v["rep_mem_line"], "10")
+        self.assertIn("rep movsq and rep stosq", c["rep_line"])
+        self.assertIn("2.00 and 1.00 per line touched", c["rep_line"])
         ghz = statistics.median(g * c for g, c in zip(self.raw["tsc_ghz"], self.raw["core_per_tsc"]))
         self.assertEqual(self.v["ghz"], "%.2f" % ghz)
 

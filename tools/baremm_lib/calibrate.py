@@ -818,22 +818,31 @@ def derive(raw, topology=None, root=None):
                   "where a pause-loop exit could show: %s)" % (fmt_spread(pb), fmt_spread(pl)))
 
     rep = raw["rep"]
-    movs = spread(cycles(raw, rep["movsb_4k_l1"]))
-    stos = spread(cycles(raw, rep["stosb_4k_l1"]))
-    rep_line = movs[0] / 128
+    # the measurer times the q forms kernel/string.c runs; a recording made before it did
+    # ("form" absent) timed the b forms
+    form = rep.get("form", "b")
+    key = (lambda k: k) if form == "q" else (lambda k: k.replace("movs", "movsb").replace("stos", "stosb"))
+    op = {"movs": "rep movs" + form, "stos": "rep stos" + form}
+    movs = spread(cycles(raw, rep[key("movs_4k_l1")]))
+    stos = spread(cycles(raw, rep[key("stos_4k_l1")]))
+    # one price per line for both ops: their cycles over the lines the model counts them
+    # to touch (a copy 64 source + 64 destination lines, a clear 64)
+    rep_line = (movs[0] + stos[0]) / (128 + 64)
     v["rep_line"] = str(max(1, round(rep_line)))
-    c["rep_line"] = ("measured: rep movsb of 4 KiB within L1, best of 20 per round: %s = "
-                     "%.2f per line touched (64 source + 64 destination lines, as the model "
-                     "counts); rep stosb 4 KiB: %.2f per line" % (
-                         fmt_spread(movs), rep_line, stos[0] / 64))
-    mm = spread(cycles(raw, rep["movsb_64k_from_mem"]))
-    sm = spread(cycles(raw, rep["stosb_64k_to_mem"]))
+    c["rep_line"] = ("measured: %s and %s of 4 KiB within L1, best of 20 per round: %s and %s "
+                     "= %.2f and %.2f per line touched (64 source + 64 destination lines "
+                     "for the copy, 64 for the clear, as the model counts); the model has one "
+                     "price for both: their sum over the 192 lines, %.2f" % (
+                         op["movs"], op["stos"], fmt_spread(movs), fmt_spread(stos),
+                         movs[0] / 128, stos[0] / 64, rep_line))
+    mm = spread(cycles(raw, rep[key("movs_64k_from_mem")]))
+    sm = spread(cycles(raw, rep[key("stos_64k_to_mem")]))
     rep_mem = (mm[0] - 2048 * rep_line) / 1024
     v["rep_mem_line"] = str(max(0, round(rep_mem)))
-    c["rep_mem_line"] = ("measured: rep movsb of 64 KiB from clflushed source lines, best of 8 "
+    c["rep_mem_line"] = ("measured: %s of 64 KiB from clflushed source lines, best of 8 "
                          "per round: %s; minus 2048 x the L1 per-line price, over 1024 source "
-                         "lines = %.1f; rep stosb 64 KiB to flushed lines: %.1f per line" % (
-                             fmt_spread(mm), rep_mem, sm[0] / 1024))
+                         "lines = %.1f; %s 64 KiB to flushed lines: %.1f per line" % (
+                             op["movs"], fmt_spread(mm), rep_mem, op["stos"], sm[0] / 1024))
 
     c2c = spread(cycles(raw, raw["c2c"]["roundtrip"])) if raw["cpus_online"] >= 2 else None
     if c2c:
