@@ -74,6 +74,23 @@ class CfgTest(unittest.TestCase):
             self.assertGreater(f["median"], 0)
 
 
+class ModelBaselineTest(unittest.TestCase):
+    def test_each_core_has_its_own_baseline(self):
+        self.assertEqual(pc.model_baseline("zen3", ""),
+                         os.path.join("tests", "perf", "baseline-model-zen3.json"))
+        self.assertEqual(pc.model_baseline("zen3", "causal=off,core=ooo"),
+                         os.path.join("tests", "perf", "baseline-model-zen3-ooo.json"))
+        old = os.environ.get("BAREMM_MODEL_ARGS")
+        os.environ["BAREMM_MODEL_ARGS"] = "core=ooo"
+        try:
+            self.assertTrue(pc.model_baseline("skylake-sp").endswith("skylake-sp-ooo.json"))
+        finally:
+            if old is None:
+                del os.environ["BAREMM_MODEL_ARGS"]
+            else:
+                os.environ["BAREMM_MODEL_ARGS"] = old
+
+
 class CompareTest(unittest.TestCase):
     def figs(self):
         c = pc.parse_cfg(CFG)

@@ -158,13 +158,31 @@ class LinuxTest(unittest.TestCase):
         e = V.effect_of(fa, fig([1900] * 3, "b"), unit="model_cycles")
         self.assertIn("model_cycles", V.projection(e, lc, fa, self.REF)["reason"])
 
+    def test_model_projection_uses_its_own_core(self):
+        # Linux measured under the in-order core is no reference for an out-of-order run
+        ref = {"unit": "instructions", "mode": "icount", "reference_set": "s", "sets": {
+            "s": self.REF["sets"]["s"],
+            "model:p": {"command": "run.sh", "unit": "model_cycles", "cpu": "max",
+                        "figures": {"pf1 8MiB": 900.0}}}}
+        lc = V.LinuxCost((("pf1 8MiB", 1),))
+        fa = fig([2000] * 3, "a")
+        e = V.effect_of(fa, fig([1900] * 3, "b"), unit="model_cycles")
+        self.assertEqual(V.projection(e, lc, fa, ref, model="p")["linux_cost"], 900.0)
+        p = V.projection(e, lc, fa, ref, model="p", model_args="core=ooo")
+        self.assertIn("no model:p,core=ooo set", p["reason"])
+        ref["sets"]["model:p,core=ooo"] = {"command": "run.sh", "unit": "model_cycles", "cpu": "max",
+                                           "figures": {"pf1 8MiB": 300.0}}
+        self.assertEqual(V.projection(e, lc, fa, ref, model="p", model_args="causal=off,core=ooo")
+                         ["linux_cost"], 300.0)
+        self.assertEqual(V.reference_set_name(ref, "p", "core=inorder"), "model:p")
+
     def test_reference_file_covers_every_experiment(self):
         ref = V.load_linux_ref()
         figs = ref["sets"][ref["reference_set"]]["figures"]
         self.assertEqual(ref["unit"], "instructions")
         for s in ref["sets"].values():
             self.assertTrue(s["command"].startswith(("tools/linux-ref/run.sh",
-                                                     "LREF_CPU=")))
+                                                     "LREF_CPU=", "BAREMM_MODEL_ARGS=")))
         for e in ex.EXPERIMENTS.values():
             for key, _ in (e.linux.terms if e.linux else ()):
                 self.assertIn(key, figs, e.id)

@@ -134,44 +134,53 @@ def gen_linux(root, problems):
 
 def gen_linux_model(root, problems):
     """The same rows in model cycles: Linux and baremm booted under the cost model with
-    the same profile (reference.json sets model:<profile>, baseline-model-<profile>.json)."""
+    the same profile and core (reference.json sets model:<profile>[,core=ooo],
+    baseline-model-<profile>[-ooo].json). The out-of-order core's are pending until
+    recorded; the in-order core's must be there."""
     ref = _load(os.path.join(root, "tools", "linux-ref", "reference.json"))
     out = []
     for prof in runner.model_profiles(root):
-        lset = ref["sets"].get("model:" + prof)
-        bpath = os.path.join(root, perfcheck.model_baseline(prof))
-        if lset is None or not os.path.exists(bpath):
-            problems.append("linux-vs-baremm-model: no %s for profile %s" % (
-                "model:%s set in tools/linux-ref/reference.json" % prof if lset is None
-                else perfcheck.model_baseline(prof), prof))
-            out.append("**%s**: not measured (`tools/linux-ref/run.sh boot 1 model:%s all`, "
-                       "`tools/baremm perf-check --update --model %s --only vm-1cpu`)."
-                       % (prof, prof, prof))
-            continue
-        b = _load(bpath)
-        figs = perfcheck.baseline_figures(b)
-        g = b.get("git", {})
-        build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
-        rows = []
-        for what, key, ours in LINUX_ROWS:
-            lm = lset["figures"].get(key)
-            o = figs.get(ours) if ours else None
-            if ours and o is None:
-                problems.append("linux-vs-baremm-model: %s is not in %s" % (ours, bpath))
-            if lm is None:
+        for args in ("", runner.OOO_ARGS):
+            name = verdict.reference_set_name(ref, prof, args)
+            lset = ref["sets"].get(name)
+            base = perfcheck.model_baseline(prof, args)
+            bpath = os.path.join(root, base)
+            env = "BAREMM_MODEL_ARGS=%s " % args if args else ""
+            core = "out-of-order" if args else "in-order"
+            if lset is None or not os.path.exists(bpath):
+                if not args:
+                    problems.append("linux-vs-baremm-model: no %s for profile %s" % (
+                        "%s set in tools/linux-ref/reference.json" % name if lset is None
+                        else base, prof))
+                out.append("**%s, %s core**: %s (`%stools/linux-ref/run.sh boot 1 model:%s all`, "
+                           "`%stools/baremm perf-check --update --model %s --only vm-1cpu`)."
+                           % (prof, core, "pending" if args else "not measured", env, prof,
+                              env, prof))
                 continue
-            om = o["median"] if o else None
-            instr = ref["sets"][ref["reference_set"]]["figures"].get(key)
-            rows.append([what, "`%s`" % key, _num(lm), "%.2f" % (lm / instr) if instr else "-",
-                         "`%s` %s" % (ours.name(), _num(om)) if o else "-",
-                         "**%.2f**" % (om / lm) if o else "-"])
-        out.append("**Profile %s.** Linux: `%s`. baremm: `%s`, %s. Unit: model cycles per "
-                   "operation." % (prof, lset["command"], perfcheck.model_baseline(prof),
-                                   _stamp(build, problems, perfcheck.model_baseline(prof))))
-        out.append(table.markdown(table.columns(
-            ["work (op)", "Linux figure", "Linux, model cycles",
-             "Linux cycles per -erms instruction", "baremm, model cycles", "baremm / Linux"],
-            left=(0, 1)), rows))
+            b = _load(bpath)
+            figs = perfcheck.baseline_figures(b)
+            g = b.get("git", {})
+            build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
+            rows = []
+            for what, key, ours in LINUX_ROWS:
+                lm = lset["figures"].get(key)
+                o = figs.get(ours) if ours else None
+                if ours and o is None:
+                    problems.append("linux-vs-baremm-model: %s is not in %s" % (ours, bpath))
+                if lm is None:
+                    continue
+                om = o["median"] if o else None
+                instr = ref["sets"][ref["reference_set"]]["figures"].get(key)
+                rows.append([what, "`%s`" % key, _num(lm), "%.2f" % (lm / instr) if instr else "-",
+                             "`%s` %s" % (ours.name(), _num(om)) if o else "-",
+                             "**%.2f**" % (om / lm) if o else "-"])
+            out.append("**Profile %s, %s core.** Linux: `%s`. baremm: `%s`, %s. Unit: model "
+                       "cycles per operation." % (prof, core, lset["command"], base,
+                                                  _stamp(build, problems, base)))
+            out.append(table.markdown(table.columns(
+                ["work (op)", "Linux figure", "Linux, model cycles",
+                 "Linux cycles per -erms instruction", "baremm, model cycles", "baremm / Linux"],
+                left=(0, 1)), rows))
     return "\n\n".join(out)
 
 

@@ -288,10 +288,15 @@ def load_baseline(path):
     return b
 
 
-def model_baseline(profile):
-    """The baseline of a cost-model profile: model cycles per operation of the same
-    entries (make perf-baseline MODEL=PROFILE; docs/RESULTS.md compares them with Linux)."""
-    return os.path.join("tests", "perf", "baseline-model-%s.json" % runner.safe_name(profile))
+def model_baseline(profile, model_args=None):
+    """The baseline of a cost-model profile and core: model cycles per operation of the
+    same entries (make perf-baseline MODEL=PROFILE; docs/RESULTS.md compares them with
+    Linux); -ooo under the out-of-order core (plugin arguments @model_args, default
+    BAREMM_MODEL_ARGS), whose cycles are not the in-order core's."""
+    if model_args is None:
+        model_args = os.environ.get("BAREMM_MODEL_ARGS", "")
+    return os.path.join("tests", "perf", "baseline-model-%s%s.json" % (
+        runner.safe_name(profile), "-ooo" if runner.core_ooo(model_args) else ""))
 
 
 def run_entries(cfg, top, out, icount=True, repeat=1, iso=None, model=None):

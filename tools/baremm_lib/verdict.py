@@ -28,7 +28,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-from . import modelerror, stats
+from . import modelerror, runner, stats
 
 CONFIDENCE = 0.95
 MIN_EFFECT_PCT = 1.0
@@ -232,19 +232,27 @@ def linux_cost(lc, r_base, ref=None, s=None):
     return total, " + ".join(parts)
 
 
-def reference_set(ref, model=None):
-    """(name, set) of the Linux figures in the same unit as a run: the instruction counts,
-    or under the cost model the set measured with the same profile (model:<profile>)."""
-    name = "model:%s" % model if model else ref["reference_set"]
+def reference_set_name(ref, model=None, model_args=""):
+    """The name of the Linux set in a run's unit: the instruction counts, or under the
+    cost model the set measured with the same profile and core (model:<profile>, and
+    model:<profile>,core=ooo under the out-of-order core)."""
+    if not model:
+        return ref["reference_set"]
+    return "model:%s%s" % (model, "," + runner.OOO_ARGS if runner.core_ooo(model_args) else "")
+
+
+def reference_set(ref, model=None, model_args=""):
+    """(name, set) of the Linux figures in the same unit as a run (reference_set_name)."""
+    name = reference_set_name(ref, model, model_args)
     return name, ref["sets"].get(name)
 
 
-def projection(eff, lc, r_base, ref=None, model=None):
+def projection(eff, lc, r_base, ref=None, model=None, model_args=""):
     """dict for the Linux projection of an effect on the figure, or dict(reason)."""
     ref = ref or load_linux_ref()
     if lc is None:
         return None
-    name, s = reference_set(ref, model)
+    name, s = reference_set(ref, model, model_args)
     unit = (s or {}).get("unit", ref["unit"])
     if s is None:
         return {"reason": "tools/linux-ref/reference.json has no %s set" % name}
@@ -350,7 +358,7 @@ def decide(exp, groups, icount, model=None, model_args=None):
         if ra is None or rb is None:
             continue
         e = effect_of(ra, rb, "time", unit_of(ra, icount))
-        p = projection(e, exp.linux, ra, model=model)
+        p = projection(e, exp.linux, ra, model=model, model_args=model_args or "")
         linux_out.append({"case": g.case, "cpus": g.cpus, "base": e.base,
                           "new": e.new, "delta": e.delta, "delta_lo": e.lo,
                           "delta_hi": e.hi, "unit": e.unit, "exact": e.exact,

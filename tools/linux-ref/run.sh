@@ -11,7 +11,8 @@
 #
 # Environment: LREF_OUT (output directory, default results/linux-ref-<timestamp>),
 # LREF_KERNEL (default: newest /boot/vmlinuz-*), LREF_TIMEOUT (seconds per boot, 1800),
-# LREF_CPU (QEMU -cpu, default max; max,-erms,-fsrm makes Linux clear pages with rep stosq).
+# LREF_CPU (QEMU -cpu, default max; max,-erms,-fsrm makes Linux clear pages with rep stosq),
+# BAREMM_MODEL_ARGS (further cost-model plugin arguments, e.g. core=ooo; in the log name).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -65,7 +66,8 @@ model_args() {
 	case "$profile" in */* | *.cfg) cfg=$profile ;; *) cfg="$ROOT/model/profiles/$profile.cfg" ;; esac
 	[ -f "$so" ] || { echo "linux-ref: $so missing: run make" >&2; exit 1; }
 	[ -f "$cfg" ] || { echo "linux-ref: no cost-model profile $cfg" >&2; exit 1; }
-	echo "-plugin $so,profile=$cfg,out=$log.model"
+	# BAREMM_MODEL_ARGS: further plugin arguments, as for baremm (core=ooo, causal=off)
+	echo "-plugin $so,profile=$cfg,out=$log.model${BAREMM_MODEL_ARGS:+,$BAREMM_MODEL_ARGS}"
 }
 
 # boot OUT SMP MODE ONLY EXTRA -> OUT/linux-smpSMP-MODE-ONLY.log
@@ -80,7 +82,9 @@ boot() {
 	*) echo "linux-ref: MODE must be icount, tcg or model:PROFILE (got $mode)" >&2; exit 2 ;;
 	esac
 	[ "$only" != all ] && append="$append lref_only=$only"
-	log="$out/linux-smp$smp-${mode/:/-}-$only${LREF_CPU:+-$(echo "$LREF_CPU" | tr -c 'a-zA-Z0-9=\n' _)}${extra:+-$(echo "$extra" | tr -c 'a-zA-Z0-9=\n' _)}.log"
+	local margs=
+	[ "${mode%%:*}" = model ] && margs=${BAREMM_MODEL_ARGS:-}
+	log="$out/linux-smp$smp-${mode/:/-}${margs:+-$(echo "$margs" | tr -c 'a-zA-Z0-9=\n' _)}-$only${LREF_CPU:+-$(echo "$LREF_CPU" | tr -c 'a-zA-Z0-9=\n' _)}${extra:+-$(echo "$extra" | tr -c 'a-zA-Z0-9=\n' _)}.log"
 	# shellcheck disable=SC2207
 	[ "${mode%%:*}" = model ] && { rm -f "$log.model"; plug=($(model_args "${mode#model:}" "$log")); }
 	local cmd=(qemu-system-x86_64 -machine q35 -cpu "${LREF_CPU:-max}" -m 512M -smp "$smp"
