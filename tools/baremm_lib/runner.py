@@ -408,15 +408,24 @@ def qemu_version(qemu=QEMU):
     return _qemu_version
 
 
+# Where the tools save what they record (--save docs/data, perf-check --update, plots):
+# a change there is a recording's output, not a change of the code that records.
+RECORDED_DATA = ("docs/data/", "docs/img/", "tests/perf/baseline")
+
+
 def git_info(root=ROOT):
+    """The revision a figure was made from, and whether the tracked code differs from it
+    (untracked files and the recorded data of RECORDED_DATA do not count: two recordings
+    saved one after the other in one checkout are both of the same code)."""
     def git(*args):
         r = subprocess.run(["git", "-C", root] + list(args), capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else None
+        return r.stdout if r.returncode == 0 else None
     rev = git("rev-parse", "HEAD")
     if rev is None:
         return {"rev": None, "dirty": None}
-    porcelain = git("status", "--porcelain", "--untracked-files=no")
-    return {"rev": rev, "dirty": bool(porcelain)}
+    porcelain = git("status", "--porcelain", "--untracked-files=no") or ""
+    changed = [line[3:] for line in porcelain.splitlines() if line.strip()]
+    return {"rev": rev.strip(), "dirty": any(not p.startswith(RECORDED_DATA) for p in changed)}
 
 
 def build(root=ROOT, quiet=False, model=False):

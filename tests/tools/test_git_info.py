@@ -1,0 +1,46 @@
+"""runner.git_info: a tree is dirty when its tracked code differs from the revision;
+the recorded data the tools save into the tree (RECORDED_DATA) and untracked files are
+not code."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402,F401
+from baremm_lib import runner  # noqa: E402
+
+
+class GitInfoTest(unittest.TestCase):
+    def test_recorded_data_is_not_a_code_change(self):
+        with tempfile.TemporaryDirectory() as d:
+            def git(*args):
+                subprocess.run(["git", "-C", d, "-c", "user.name=t", "-c", "user.email=t@t"]
+                               + list(args), check=True, capture_output=True)
+
+            def write(rel, text):
+                os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+                with open(os.path.join(d, rel), "w") as f:
+                    f.write(text)
+            git("init", "-q")
+            for rel in ("mm/a.c", "docs/data/p.json", "tests/perf/baseline.json", "docs/a.md"):
+                write(rel, "1\n")
+            git("add", "-A")
+            git("commit", "-q", "-m", "x")
+            self.assertEqual(runner.git_info(d)["dirty"], False)
+            write("docs/data/p.json", "2\n")             # a recording saved
+            write("tests/perf/baseline.json", "2\n")
+            write("results/x.log", "new\n")              # untracked
+            info = runner.git_info(d)
+            self.assertEqual(info["dirty"], False)
+            self.assertEqual(len(info["rev"]), 40)
+            write("docs/a.md", "2\n")                    # prose is tracked work, not data
+            self.assertEqual(runner.git_info(d)["dirty"], True)
+            git("checkout", "docs/a.md")
+            write("mm/a.c", "2\n")
+            self.assertEqual(runner.git_info(d)["dirty"], True)
+
+
+if __name__ == "__main__":
+    unittest.main()
