@@ -237,6 +237,20 @@ class CheckTest(unittest.TestCase):
         out = C.checks(self.rec(1000.0, 10.0), self.native(60.0), "X 6 1 1")
         self.assertEqual(self.statuses(out, "ratio_recorded"), {"fail"})
 
+    def test_untrusted_recording_is_no_reference(self):
+        # a recorded minimum that did not repeat: the ratio is not held against today's,
+        # the band still is
+        from baremm_lib import panelcheck as C
+        rec = self.rec(1000.0, 10.0)
+        for r in rec["rows"]:
+            r.update(native_trusted=False, native_repeats=2)
+        rec["rounds"] = 61
+        out = C.checks(rec, self.native(60.0), "X 6 1 1")
+        self.assertEqual(self.statuses(out, "ratio_recorded"), {"skip"})
+        self.assertTrue(all("did not repeat" in why for n, _, why in out
+                            if n.endswith("ratio_recorded")))
+        self.assertEqual(self.statuses(out, "band"), {"todo"})
+
     def with_probe(self, rec, native, recorded, now):
         from baremm_lib import panelcheck as C
         rec["rows"].append({"name": C.PROBE, "model": 1.0, "ratio": 1.0, "native_min": recorded})

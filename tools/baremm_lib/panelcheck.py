@@ -19,8 +19,9 @@ measured now, on the chosen rows, in about ten seconds. Per row:
                    loosened.
 
 A row whose native minimum does not repeat (a noisy host) is a SKIP with the reason, and
-so is every row on a CPU other than the one the recorded panel was measured on, and the
-host profile's checks on a CPU with no host panel recorded.
+so is a row's ratio_recorded when the recorded minimum did not repeat, every row on a CPU
+other than the one the recorded panel was measured on, and the host profile's checks on
+a CPU with no host panel recorded.
 """
 import argparse
 import os
@@ -84,10 +85,19 @@ def checks(rec, native, cpu, prefix="panel", todo=TODO_REASON):
         ratio = r["model"] / n["min"]
         then = r["ratio"]
         moved = abs(ratio / then - 1) if then else float("inf")
-        out.append(("%s.%s.ratio_recorded" % (prefix, name), "pass" if moved <= RECORDED_TOL else "fail",
-                    "model/native %.2f now, %.2f recorded (%+.0f %%, tolerance %d %%)" % (
-                        ratio, then or 0, 100 * (ratio / then - 1) if then else 0,
-                        RECORDED_TOL * 100)))
+        if not r.get("native_trusted", True):
+            # a recorded minimum that did not repeat is no reference to repeat
+            out.append(("%s.%s.ratio_recorded" % (prefix, name), "skip",
+                        "the recorded native minimum did not repeat (%d of %d rounds within "
+                        "%d %%): no reference; model/native %.2f now" % (
+                            r.get("native_repeats", 0), rec.get("rounds", 0),
+                            P.REPEAT_WITHIN * 100, ratio)))
+        else:
+            out.append(("%s.%s.ratio_recorded" % (prefix, name),
+                        "pass" if moved <= RECORDED_TOL else "fail",
+                        "model/native %.2f now, %.2f recorded (%+.0f %%, tolerance %d %%)" % (
+                            ratio, then or 0, 100 * (ratio / then - 1) if then else 0,
+                            RECORDED_TOL * 100)))
         inband = P.BAND_WIDE[0] <= ratio <= P.BAND_WIDE[1]
         out.append(("%s.%s.band" % (prefix, name), "pass" if inband else "todo",
                     "model/native %.2f, band %.2f-%.2f%s" % (
