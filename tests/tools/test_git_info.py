@@ -23,22 +23,26 @@ class GitInfoTest(unittest.TestCase):
                 os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
                 with open(os.path.join(d, rel), "w") as f:
                     f.write(text)
+            # a scratch repository laid out like ours (paths joined, not ours to resolve)
+            code, data, base, prose = (os.path.join("mm", "a.c"), os.path.join("docs", "data", "p.json"),
+                                       os.path.join("tests", "perf", "baseline.json"),
+                                       os.path.join("docs", "a.md"))
             git("init", "-q")
-            for rel in ("mm/a.c", "docs/data/p.json", "tests/perf/baseline.json", "docs/a.md"):
+            for rel in (code, data, base, prose):
                 write(rel, "1\n")
             git("add", "-A")
             git("commit", "-q", "-m", "x")
             self.assertEqual(runner.git_info(d)["dirty"], False)
-            write("docs/data/p.json", "2\n")             # a recording saved
-            write("tests/perf/baseline.json", "2\n")
-            write("results/x.log", "new\n")              # untracked
+            write(data, "2\n")                          # a recording saved
+            write(base, "2\n")
+            write(os.path.join("results", "x.log"), "new\n")     # untracked
             info = runner.git_info(d)
             self.assertEqual(info["dirty"], False)
             self.assertEqual(len(info["rev"]), 40)
-            write("docs/a.md", "2\n")                    # prose is tracked work, not data
+            write(prose, "2\n")                         # prose is tracked work, not data
             self.assertEqual(runner.git_info(d)["dirty"], True)
-            git("checkout", "docs/a.md")
-            write("mm/a.c", "2\n")
+            git("checkout", prose)
+            write(code, "2\n")
             self.assertEqual(runner.git_info(d)["dirty"], True)
 
 
