@@ -24,9 +24,10 @@ class GitInfoTest(unittest.TestCase):
                 with open(os.path.join(d, rel), "w") as f:
                     f.write(text)
             # a scratch repository laid out like ours (paths joined, not ours to resolve)
-            code, data, base, prose = (os.path.join("mm", "a.c"), os.path.join("docs", "data", "p.json"),
-                                       os.path.join("tests", "perf", "baseline.json"),
-                                       os.path.join("docs", "a.md"))
+            code = os.path.join("mm", "a.c")
+            data = os.path.join("docs", "data", "p.json")
+            base = os.path.join("tests", "perf", "baseline.json")
+            prose = os.path.join("docs", "a.md")
             git("init", "-q")
             for rel in (code, data, base, prose):
                 write(rel, "1\n")
