@@ -141,9 +141,9 @@ class RemodelTest(unittest.TestCase):
         P.inputs_sha = lambda *a: "new"
         self.booted = []
 
-        def run_model(out, panel, vm, profile, rounds, only=None):
+        def run_model(out, panel, vm, profile, rounds, only=None, model_args=None):
             with open(profile) as f:
-                self.booted.append((f.read(), rounds, os.environ.get("BAREMM_MODEL_ARGS")))
+                self.booted.append((f.read(), rounds, model_args))
             return GUEST, MODEL + model_lines("panel.noisy", ["50.00"] * 5), {"log": "new"}
         P.run_model = run_model
 

@@ -141,47 +141,48 @@ def gen_linux_model(root, problems):
     out = []
     for prof in runner.model_profiles(root):
         for args in ("", runner.OOO_ARGS):
-            name = verdict.reference_set_name(ref, prof, args)
-            lset = ref["sets"].get(name)
-            base = perfcheck.model_baseline(prof, args)
-            bpath = os.path.join(root, base)
-            env = "BAREMM_MODEL_ARGS=%s " % args if args else ""
-            core = "out-of-order" if args else "in-order"
-            if lset is None or not os.path.exists(bpath):
-                if not args:
-                    problems.append("linux-vs-baremm-model: no %s for profile %s" % (
-                        "%s set in tools/linux-ref/reference.json" % name if lset is None
-                        else base, prof))
-                out.append("**%s, %s core**: %s (`%stools/linux-ref/run.sh boot 1 model:%s all`, "
-                           "`%stools/baremm perf-check --update --model %s --only vm-1cpu`)."
-                           % (prof, core, "pending" if args else "not measured", env, prof,
-                              env, prof))
-                continue
-            b = _load(bpath)
-            figs = perfcheck.baseline_figures(b)
-            g = b.get("git", {})
-            build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
-            rows = []
-            for what, key, ours in LINUX_ROWS:
-                lm = lset["figures"].get(key)
-                o = figs.get(ours) if ours else None
-                if ours and o is None:
-                    problems.append("linux-vs-baremm-model: %s is not in %s" % (ours, bpath))
-                if lm is None:
-                    continue
-                om = o["median"] if o else None
-                instr = ref["sets"][ref["reference_set"]]["figures"].get(key)
-                rows.append([what, "`%s`" % key, _num(lm), "%.2f" % (lm / instr) if instr else "-",
-                             "`%s` %s" % (ours.name(), _num(om)) if o else "-",
-                             "**%.2f**" % (om / lm) if o else "-"])
-            out.append("**Profile %s, %s core.** Linux: `%s`. baremm: `%s`, %s. Unit: model "
-                       "cycles per operation." % (prof, core, lset["command"], base,
-                                                  _stamp(build, problems, base)))
-            out.append(table.markdown(table.columns(
+            out += _linux_model_core(root, ref, prof, args, problems)
+    return "\n\n".join(out)
+
+
+def _linux_model_core(root, ref, prof, args, problems):
+    """The paragraphs of gen_linux_model for one profile and core."""
+    name = verdict.reference_set_name(ref, prof, args)
+    lset = ref["sets"].get(name)
+    base = perfcheck.model_baseline(prof, args)
+    bpath = os.path.join(root, base)
+    env = "BAREMM_MODEL_ARGS=%s " % args if args else ""
+    core = "out-of-order" if args else "in-order"
+    if lset is None or not os.path.exists(bpath):
+        if not args:
+            problems.append("linux-vs-baremm-model: no %s for profile %s" % (
+                "%s set in tools/linux-ref/reference.json" % name if lset is None else base, prof))
+        return ["**%s, %s core**: %s (`%stools/linux-ref/run.sh boot 1 model:%s all`, "
+                "`%stools/baremm perf-check --update --model %s --only vm-1cpu`)."
+                % (prof, core, "pending" if args else "not measured", env, prof, env, prof)]
+    b = _load(bpath)
+    figs = perfcheck.baseline_figures(b)
+    g = b.get("git", {})
+    build = (g.get("rev") or "")[:12] + ("-dirty" if g.get("dirty") else "")
+    rows = []
+    for what, key, ours in LINUX_ROWS:
+        lm = lset["figures"].get(key)
+        o = figs.get(ours) if ours else None
+        if ours and o is None:
+            problems.append("linux-vs-baremm-model: %s is not in %s" % (ours, bpath))
+        if lm is None:
+            continue
+        om = o["median"] if o else None
+        instr = ref["sets"][ref["reference_set"]]["figures"].get(key)
+        rows.append([what, "`%s`" % key, _num(lm), "%.2f" % (lm / instr) if instr else "-",
+                     "`%s` %s" % (ours.name(), _num(om)) if o else "-",
+                     "**%.2f**" % (om / lm) if o else "-"])
+    return ["**Profile %s, %s core.** Linux: `%s`. baremm: `%s`, %s. Unit: model cycles per "
+            "operation." % (prof, core, lset["command"], base, _stamp(build, problems, base)),
+            table.markdown(table.columns(
                 ["work (op)", "Linux figure", "Linux, model cycles",
                  "Linux cycles per -erms instruction", "baremm, model cycles", "baremm / Linux"],
-                left=(0, 1)), rows))
-    return "\n\n".join(out)
+                left=(0, 1)), rows)]
 
 
 # ---------------------------------------------------------------- EXPERIMENTS.md

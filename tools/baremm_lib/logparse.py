@@ -271,30 +271,22 @@ def model_ghz(model_kv):
 
 def parse_model_output(text):
     """The cost-model figures of the plugin's own output (its out= file, or a serial log):
-    results as parse_result gives them. A malformed line raises ParseError."""
-    figs, model, results = _ModelFigures(), None, []
+    results as parse_result gives them, read by the serial parser's own handlers
+    (_handle_tag). A malformed or incomplete line raises ParseError."""
+    out = {"model": None, "results": [], "model_totals": [], "warnings": [],
+           "_model_figures": _ModelFigures()}
     for ln, line, _ in logical_lines(text.splitlines()):
         m = TAG_RE.match(line)
         if not m or not m.group(1).startswith("MODEL"):
             continue
-        tag, rest = m.group(1), m.group(2) or ""
         try:
-            if tag == "MODEL-ERROR":
-                raise ParseError("the cost model reports: %s" % rest)
-            if tag == "MODEL":
-                model = parse_kv(rest)
-            elif tag == "MODEL-RUN":
-                figs.run(parse_kv(rest), ln)
-            elif tag == "MODEL-FIGURE":
-                r = figs.figure(parse_kv(rest), model_ghz(model))
-                r["line"] = ln
-                results.append(r)
+            _handle_tag(out, m.group(1), m.group(2) or "", ln, line)
         except ParseError as e:
-            raise ParseError("line %d: BAREMM-%s: %s" % (ln, tag, e))
-    left = figs.leftover()
+            raise ParseError("line %d: BAREMM-%s: %s" % (ln, m.group(1), e))
+    left = out["_model_figures"].leftover()
     if left:
         raise ParseError("line %d: %s" % left[0])
-    return results
+    return out["results"]
 
 
 def parse_log(data, path=None):

@@ -376,14 +376,15 @@ def reuse_model(d, profile):
     return serial, model, old["boot"]
 
 
-def run_model(out, panel, vm, profile, rounds, only=None, timeout=3600):
-    """Boot Linux under the cost model with the panel as /init; returns (serial, model)."""
+def run_model(out, panel, vm, profile, rounds, only=None, timeout=3600, model_args=None):
+    """Boot Linux under the cost model with the panel as /init (plugin arguments
+    @model_args, default BAREMM_MODEL_ARGS); returns (serial, model, boot)."""
     initrd = make_initrd(out, panel, vm)
     log = os.path.join(out, "guest-%s.log" % runner.safe_name(os.path.basename(profile)))
     mlog = log + ".model"
     if os.path.exists(mlog):
         os.remove(mlog)
-    plug = runner.model_plugin_args(profile)
+    plug = runner.model_plugin_args(profile, model_args)
     plug[1] += ",out=" + runner.qemu_arg_path(mlog)
     append = GUEST_APPEND + " panel_rounds=%d" % rounds + (" panel_only=" + only if only else "")
     argv = [runner.QEMU, "-machine", "q35", "-cpu", "max", "-m", GUEST_MEM, "-smp", "2",
@@ -620,6 +621,17 @@ def main(a):
     return 0
 
 
+def recorded_profile_text(rec):
+    """The profile a recorded panel's model side stands for: a published profile as it is
+    committed now (a change of it makes the panel stale), the host's (not committed) as
+    recorded."""
+    committed = os.path.join(ROOT, "model", "profiles", rec.get("profile", "") + ".cfg")
+    if rec.get("profile") != "host" and os.path.isfile(committed):
+        with open(committed) as f:
+            return f.read()
+    return rec.get("profile_text", "")
+
+
 def native_from_rows(rows):
     """The native figures join() takes, from a recorded panel's rows."""
     return {r["name"]: {"group": r["group"], "cpus": r["cpus"], "desc": r["desc"], "ops": r["ops"],
@@ -648,12 +660,7 @@ def remodel(path, out, save=None):
     if old.get("kernel") != kernel:
         raise PanelError("%s ran the guest on %s, this machine has %s" % (path, old.get("kernel"), kernel))
     os.makedirs(out, exist_ok=True)
-    committed = os.path.join(ROOT, "model", "profiles", old["profile"] + ".cfg")
-    if old["profile"] != "host" and os.path.isfile(committed):
-        with open(committed) as f:
-            ptext = f.read()
-    else:
-        ptext = old["profile_text"]
+    ptext = recorded_profile_text(old)
     profile = os.path.join(out, old["profile"] + ".cfg")
     with open(profile, "w") as f:
         f.write(ptext)
@@ -661,17 +668,9 @@ def remodel(path, out, save=None):
     panel, vm = build(os.path.join(ROOT, "build", "native"))
     t0 = time.monotonic()
     args = old.get("model_args") or ""
-    saved_env = os.environ.get("BAREMM_MODEL_ARGS")
-    os.environ["BAREMM_MODEL_ARGS"] = args
-    try:
-        print("native-panel: remodel %s: Linux guest under the cost model (%s%s) ..." % (
-            path, old["profile"], ", " + args if args else ""), file=sys.stderr)
-        serial, mtext, boot = run_model(out, panel, vm, profile, old["model_rounds"])
-    finally:
-        if saved_env is None:
-            os.environ.pop("BAREMM_MODEL_ARGS", None)
-        else:
-            os.environ["BAREMM_MODEL_ARGS"] = saved_env
+    print("native-panel: remodel %s: Linux guest under the cost model (%s%s) ..." % (
+        path, old["profile"], ", " + args if args else ""), file=sys.stderr)
+    serial, mtext, boot = run_model(out, panel, vm, profile, old["model_rounds"], model_args=args)
     native = native_from_rows(old["rows"])
     model = parse_model(mtext)
     missing = [n for n in native if n not in model]

@@ -125,13 +125,7 @@ def main(a):
             else:
                 lines.append(("%s.recorded" % prefix, "fail", "no %s: run %s" % (rel, cmd)))
             continue
-        # a published profile is read as it is now; the host's (not committed) as recorded
-        ptext = rec.get("profile_text", "")
-        committed = os.path.join(P.ROOT, "model", "profiles", profile + ".cfg")
-        if os.path.isfile(committed):
-            with open(committed) as f:
-                ptext = f.read()
-        sha = P.inputs_sha(ptext, rec.get("kernel") or "", rec.get("model_args", ""))
+        sha = P.inputs_sha(P.recorded_profile_text(rec), rec.get("kernel") or "", rec.get("model_args", ""))
         if sha != rec.get("inputs_sha"):
             lines.append(("%s.recorded" % prefix, "fail", "%s is stale (its inputs changed: "
                           "sources, profile or kernel): run %s, or, when only the plugin "

@@ -116,13 +116,15 @@ def resolve_profile(name):
     return path
 
 
-def model_plugin_args(profile):
-    """The -plugin argument for a cost-model run; the plugin must have been built."""
+def model_plugin_args(profile, model_args=None):
+    """The -plugin argument for a cost-model run; the plugin must have been built.
+    @model_args: further plugin arguments (e.g. causal=off, core=ooo; docs/COSTMODEL.md),
+    default BAREMM_MODEL_ARGS."""
     so = os.path.join(ROOT, MODEL_SO)
     if not os.path.isfile(so):
         raise ToolError("%s is missing: build it with `make` (the cost-model plugin)" % MODEL_SO)
     arg = "%s,profile=%s" % (qemu_arg_path(so), qemu_arg_path(resolve_profile(profile)))
-    extra = os.environ.get("BAREMM_MODEL_ARGS")   # e.g. causal=off (docs/COSTMODEL.md)
+    extra = os.environ.get("BAREMM_MODEL_ARGS") if model_args is None else model_args
     return ["-plugin", arg + ("," + extra if extra else "")]
 
 
