@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	if (!body || body > NOPS || (body & (body - 1)))
 		body = NOPS;
 	struct profile prof = { .core_width = 4, .rob_size = 224, .load_buffer = 72, .store_buffer = 56,
-				.fill_buffers = 12, .page_walkers = 2, .stores_per_cycle = 1, .mispredict = 16, .l1d_lat = 4, .lat_imul = 3,
+				.fill_buffers = 12, .page_walkers = 2, .stores_per_cycle = 1, .taken_per_cycle = 1, .mispredict = 16, .l1d_lat = 4, .lat_imul = 3,
 				.lat_div = 35, .lat_vec = 1, .lat_fp = 4, .lat_fpdiv = 14 };
 	struct core_params p = core_params_from_profile(&prof);
 	if (core_init(&c, &p))

@@ -28,6 +28,7 @@ struct core_params core_params_from_profile(const struct profile *prof)
 	p.fill_buffers = (u32)prof->fill_buffers;
 	p.page_walkers = (u32)prof->page_walkers;
 	p.stores_per_cycle = prof->stores_per_cycle ? (u32)prof->stores_per_cycle : 1;
+	p.taken_per_cycle = (u32)prof->taken_per_cycle;
 	p.mispredict = (u32)prof->mispredict;
 	p.l1d_lat = (u32)prof->l1d_lat;
 	for (unsigned k = 0; k < NR_CLS; k++)
@@ -53,7 +54,7 @@ int core_init(struct core *c, const struct core_params *p)
 	if (!p->width || !p->rob_size || p->rob_size > CORE_ROB_MAX || !p->load_buffer ||
 	    p->load_buffer > CORE_LB_MAX || !p->store_buffer || p->store_buffer > CORE_SB_MAX ||
 	    !p->fill_buffers || p->fill_buffers > CORE_FB_MAX || !p->page_walkers ||
-	    p->page_walkers > CORE_PW_MAX)
+	    p->page_walkers > CORE_PW_MAX || !p->taken_per_cycle)
 		return -1;
 	memset(c, 0, sizeof(*c));
 	c->p = *p;
@@ -550,6 +551,19 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 		if (predict(c, cls, br)) {
 			c->st.mispredicts++;
 			bump(&c->floor, &c->floor_cause, C + P->mispredict, CORE_PART_BRANCH);
+		}
+		/* the front end follows taken_per_cycle taken branches per cycle: the one that
+		 * uses up the budget is the last instruction of its dispatch cycle */
+		if (cls != CLS_BRANCH_COND || br->taken) {
+			c->st.taken++;
+			if (c->tk_cyc != D) {
+				c->tk_cyc = D;
+				c->tk_used = 0;
+			}
+			if (++c->tk_used >= P->taken_per_cycle && c->d_cyc == D && c->d_used < P->width) {
+				c->d_used = P->width;
+				c->st.taken_stops++;
+			}
 		}
 	}
 	c->st.insns++;

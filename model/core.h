@@ -127,6 +127,8 @@ struct core_params {
 	u32 stores_per_cycle;	/* stores written from the store buffer to the L1d per cycle */
 	u32 mispredict;		/* cycles from a mispredicted branch's completion to the
 				 * dispatch of the next instruction */
+	u32 taken_per_cycle;	/* taken branches one dispatch cycle may hold: the one that
+				 * uses up the budget ends the cycle (the front end redirects) */
 	u32 l1d_lat;		/* the latency of a forwarded load */
 	u32 lat[NR_CLS];	/* execution latency per class */
 };
@@ -135,7 +137,7 @@ struct core_params {
 #define CORE_ROB_MAX 1024
 #define CORE_LB_MAX 256
 #define CORE_SB_MAX 256
-#define CORE_FB_MAX 64
+#define CORE_FB_MAX 128
 #define CORE_PW_MAX 16
 /* The branch predictor's fixed geometry (docs/COSTMODEL.md): gshare with 2^16 2-bit
  * counters and 16 bits of global history, beside a 256-entry loop predictor that takes
@@ -168,6 +170,8 @@ struct core_stats {
 	u64 lb_stalls, sb_stalls;	/* ... by a full load / store buffer */
 	u64 fb_waits;		/* misses that waited for a free fill buffer */
 	u64 pw_waits;		/* walks that waited for a free page walker */
+	u64 taken;		/* branches that went elsewhere than the next instruction */
+	u64 taken_stops;	/* dispatch cycles a taken branch ended early (fetch redirect) */
 };
 
 struct core {
@@ -176,6 +180,9 @@ struct core {
 	/* dispatch: the cycle being filled and the uops in it; nothing dispatches before floor */
 	u64 d_cyc;
 	u32 d_used;
+	/* taken branches dispatched in cycle tk_cyc */
+	u64 tk_cyc;
+	u32 tk_used;
 	u64 floor;
 	u8 floor_cause;
 	/* younger instructions (issue_floor) or younger loads (load_floor) issue no earlier */

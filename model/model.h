@@ -49,6 +49,7 @@ struct profile {
 	u64 prefetch_lines, prefetch_streams;
 	u64 page_walkers;	/* page walks in flight at once */
 	u64 stores_per_cycle;	/* stores the store buffer writes to the L1d per cycle */
+	u64 taken_per_cycle;	/* taken branches the front end follows per cycle */
 };
 
 /* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */

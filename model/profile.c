@@ -41,11 +41,12 @@ static const struct pkey keys[] = {
 	K(sockets, V_INT, 1, 256), K(cores_per_socket, V_INT, 1, 4096),
 	/* the core's limits: the bounds are those of its fixed-size rings (core.h) */
 	K(core_width, V_INT, 1, 16), K(rob_size, V_INT, 1, 1024), K(load_buffer, V_INT, 1, 256),
-	K(store_buffer, V_INT, 1, 256), K(fill_buffers, V_INT, 1, 64), K(mispredict, V_INT, 0, 1000),
+	K(store_buffer, V_INT, 1, 256), K(fill_buffers, V_INT, 1, 128), K(mispredict, V_INT, 0, 1000),
 	K(lat_imul, V_INT, 1, 1000), K(lat_div, V_INT, 1, 1000), K(lat_vec, V_INT, 1, 1000),
 	K(lat_fp, V_INT, 1, 1000), K(lat_fpdiv, V_INT, 1, 1000),
 	K(prefetch_lines, V_INT, 0, 64), K(prefetch_streams, V_INT, 0, 256),
 	K(page_walkers, V_INT, 1, 16), K(stores_per_cycle, V_INT, 1, 8),
+	K(taken_per_cycle, V_INT, 1, 8),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -21,6 +21,7 @@ static struct core_params test_params(void)
 	prof.fill_buffers = 10;
 	prof.page_walkers = 2;
 	prof.stores_per_cycle = 1;
+	prof.taken_per_cycle = 1;
 	prof.mispredict = 16;
 	prof.l1d_lat = 4;
 	prof.lat_imul = 3;
@@ -529,6 +530,50 @@ HTEST(branch_prediction)
 		cond_branch(0x402000, i & 1);
 	}
 	HT_EXPECT(C.st.mispredicts <= 30);
+	PARTS_ADD_UP();
+}
+
+/* The front end follows taken_per_cycle taken branches per cycle: two taken branches per
+ * iteration of a 6-uop loop cost 2 cycles at one per cycle, 1 at two; not-taken ones cost
+ * only their uop. */
+HTEST(taken_branch_throughput)
+{
+	struct core_params p = test_params();
+	p.width = 8;
+	const unsigned n = 1000;
+	u64 cyc[3];
+	for (unsigned k = 0; k < 3; k++) {
+		p.taken_per_cycle = k ? k : 1;
+		setup(&p);
+		for (unsigned i = 0; i < n; i++) {
+			alu(0, R(1) | CORE_BIT(CORE_REG_FLAGS));
+			cond_branch(0x401000, k != 0);	/* k = 0: the same loop, falls through */
+			alu(0, R(2));
+			alu(0, R(3));
+			alu(0, R(4) | CORE_BIT(CORE_REG_FLAGS));
+			cond_branch(0x401010, k != 0);
+		}
+		cyc[k] = core_now(&C);
+		HT_EXPECT_EQ(C.st.taken, k ? 2 * n : 0);
+		PARTS_ADD_UP();
+	}
+	/* not taken: 6 uops per iteration at width 8 */
+	HT_EXPECT(cyc[0] <= n * 6 / 8 + 20);
+	/* one taken per cycle: each branch ends its cycle, 2 cycles per iteration; two per
+	 * cycle: one (plus the same predictor warm-up in both, a few mispredicts) */
+	HT_EXPECT(cyc[1] >= 2 * n && cyc[1] <= 2 * n + 20 * (16 + 2));
+	HT_EXPECT(cyc[2] >= n && cyc[2] <= n + 20 * (16 + 2));
+	HT_EXPECT(cyc[1] - cyc[2] >= n - 10 && cyc[1] - cyc[2] <= n + 10);
+	/* a direct jump is a taken branch too */
+	p.taken_per_cycle = 1;
+	setup(&p);
+	for (unsigned i = 0; i < n; i++) {
+		struct core_op op = { .cls = CLS_JMP_DIRECT, .uops = 1 };
+		struct core_branch b = { .pc = 0x5000 + 16 * i, .target = 0x5010 + 16 * i, .taken = true };
+		core_insn(&C, &op, NULL, 0, &b);
+	}
+	HT_EXPECT(core_now(&C) >= n - 5);
+	HT_EXPECT(C.st.taken_stops >= n - 5);
 	PARTS_ADD_UP();
 }
 

@@ -623,7 +623,8 @@ static const char good[] =
 	"c2c_lat = 125\nc2c_remote_lat = 340\nsockets = 2\ncores_per_socket = 28\n"
 	"core_width = 4\nrob_size = 224\nload_buffer = 72\nstore_buffer = 56\nfill_buffers = 12\n"
 	"mispredict = 16\nlat_imul = 3\nlat_div = 35\nlat_vec = 1\nlat_fp = 4\nlat_fpdiv = 14\n"
-	"prefetch_lines = 20\nprefetch_streams = 32\npage_walkers = 2\nstores_per_cycle = 1\n";
+	"prefetch_lines = 20\nprefetch_streams = 32\npage_walkers = 2\nstores_per_cycle = 1\n"
+	"taken_per_cycle = 1\n";
 
 static int parse_with(const char *text, char *err)
 {

@@ -39,7 +39,8 @@ def per_round_core(raw, key):
 # calibrate.py, so that a key dropped or renamed there fails here).
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
-             "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle")
+             "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
+             "taken_per_cycle")
 
 
 _BIN = []
@@ -280,7 +281,7 @@ class CoreTableTest(unittest.TestCase):
                 self.assertGreaterEqual(val, 0 if k.startswith("prefetch") else 1, (name, k))
                 self.assertRegex(source, r"\[(checked|not re-checked)\]$", (name, k))
                 self.assertRegex(source, r"Intel|Agner|WikiChip|Chips and Cheese|AMD|AnandTech|"
-                                 r"cpunews", (name, k))
+                                 r"cpunews|InstLatX64|LLVM", (name, k))
 
     def test_ranges_do_not_overlap(self):
         rows = calibrate.CORE_CPUS
@@ -396,11 +397,44 @@ class CoreDerivationTest(unittest.TestCase):
             self.assertTrue(c[k].startswith("MEASURED: "), k)
         self.assertIn("5 of 5 rounds agree", c["rob_size"])
         self.assertEqual(d["looked_up"], ["prefetch_lines", "prefetch_streams", "page_walkers",
-                                           "stores_per_cycle"])
+                                           "stores_per_cycle", "taken_per_cycle"])
         # a different step gives a different value (the derivation reads the curve)
         raw = self.synthetic(rob_at=300, fb=10)
         v, _, _ = calibrate.derive_core(raw, raw["cpuid"])
         self.assertEqual((v["rob_size"], v["fill_buffers"]), ("302", "10"))
+
+    def test_taken_branches_per_cycle(self):
+        raw = self.synthetic()
+        cpt = raw["core_per_tsc"]
+        # raw/2 figures have no taken-branch loop: the key is looked up and says why
+        v, c, _ = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual(v["taken_per_cycle"], "1")
+        self.assertIn("not measured (raw figures of baremm-calibrate-raw/2", c["taken_per_cycle"])
+        # measured: cycles per taken branch 0.52 -> 2 per cycle; 1.05 -> 1
+        for per, want in ((0.52, "2"), (1.05, "1"), (0.34, "3")):
+            raw["core"]["taken"] = {"branches_per_iter": 33, "ticks": [per / x for x in cpt]}
+            v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+            self.assertEqual(v["taken_per_cycle"], want, per)
+            self.assertTrue(c["taken_per_cycle"].startswith("MEASURED: "), per)
+            self.assertNotIn("taken_per_cycle", d["looked_up"])
+        # between two whole numbers (1.5 per cycle): not clean, the table's value
+        raw["core"]["taken"]["ticks"] = [(1 / 1.5) / x for x in cpt]
+        v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertIn("taken_per_cycle", d["looked_up"])
+        self.assertIn("not clean (1.50 per cycle", c["taken_per_cycle"])
+
+    def test_zen5_is_in_the_tables(self):
+        cpuid = {"vendor": "AuthenticAMD", "family": 0x1A, "model": 0x02, "stepping": 1,
+                 "brand": "AMD EPYC"}
+        name, vals = calibrate.core_cpu(cpuid)
+        self.assertIn("Zen 5", name)
+        self.assertEqual((vals["core_width"][0], vals["rob_size"][0], vals["fill_buffers"][0],
+                          vals["taken_per_cycle"][0]), (8, 448, 124, 2))
+        pub, statement = calibrate.published(cpuid)
+        self.assertIn("Zen 5 (Turin", statement)
+        self.assertEqual((pub["dtlb4k_entries"][0], pub["stlb_entries"][0]), ("96", "4096"))
+        # the fill buffers fit the core's ring (profile.c bounds it to CORE_FB_MAX)
+        self.assertLessEqual(vals["fill_buffers"][0], 128)
 
     def test_unclean_falls_back_to_the_table(self):
         raw = self.synthetic()

@@ -115,6 +115,13 @@ class ParseTest(unittest.TestCase):
 GUEST = NATIVE.replace("mode=native", "mode=guest").replace("unit=tsc", "unit=insns")
 
 
+def host_profile_text(drop=()):
+    """A complete host profile (the committed skylake-sp's values), without @drop."""
+    with open(os.path.join(P.ROOT, "model", "profiles", "skylake-sp.cfg")) as f:
+        lines = f.read().replace("name = skylake-sp", "name = host").splitlines(True)
+    return "".join(l for l in lines if l.split("=")[0].strip() not in drop)
+
+
 class RemodelTest(unittest.TestCase):
     """remodel: the model side booted again, the recorded native side kept, refused when
     the native side's sources changed since the recording."""
@@ -130,7 +137,7 @@ class RemodelTest(unittest.TestCase):
                     "kernel": os.path.basename(P.kernel_image()),
                     "git": {"rev": "a" * 40, "dirty": False}, "rows": recorded,
                     "pairs": P.pairs(native, recorded), "summary": P.summary(recorded),
-                    "boot": {"log": "old"}, "profile_text": "name = host\n", "model_args": "",
+                    "boot": {"log": "old"}, "profile_text": host_profile_text(), "model_args": "",
                     "inputs_sha": "old", "cpu_id": "GenuineIntel 6 207 2"}
         self.saved = {k: getattr(P, k) for k in ("native_sha_at", "native_sha", "run_model",
                                                  "build", "build_plugin", "inputs_sha")}
@@ -165,7 +172,7 @@ class RemodelTest(unittest.TestCase):
         import io
         with contextlib.redirect_stdout(io.StringIO()):
             data = self.remodel()
-        self.assertEqual(self.booted, [("name = host\n", 5, "")])   # the recorded profile
+        self.assertEqual(self.booted, [(self.old["profile_text"], 5, "")])   # the recorded one
         by = {r["name"]: r for r in data["rows"]}
         old = {r["name"]: r for r in self.old["rows"]}
         self.assertEqual(by["alloc_lookup"]["model"], 1313.0)           # booted again
@@ -186,6 +193,29 @@ class RemodelTest(unittest.TestCase):
             self.remodel()
         self.assertIn("measure the panel anew on its CPU", str(e.exception))
         self.assertEqual(self.booted, [])
+
+    def test_a_core_key_newer_than_the_recording_comes_from_the_core_table(self):
+        import contextlib
+        import io
+        self.old["profile_text"] = host_profile_text(drop=("taken_per_cycle",))
+        with contextlib.redirect_stdout(io.StringIO()):
+            data = self.remodel()
+        text, = [b[0] for b in self.booted]
+        self.assertTrue(text.startswith(self.old["profile_text"].rstrip("\n")))
+        last = text.splitlines()[-1]
+        self.assertRegex(last, r"^taken_per_cycle\s+= 1\s+# LOOKED UP when the model side was "
+                         r"booted again \(Emerald Rapids")
+        self.assertEqual(data["profile_text"], text)     # what panel-check digests
+        # a CPU the core table lacks, or a missing key that is no core key: refused
+        with self.assertRaises(P.PanelError) as e:
+            P.complete_host_profile(self.old["profile_text"], "GenuineIntel 6 1 1")
+        self.assertIn("calibrate and record the panel anew", str(e.exception))
+        with self.assertRaises(P.PanelError):
+            P.complete_host_profile(host_profile_text(drop=("mem_lat", "taken_per_cycle")),
+                                    "GenuineIntel 6 207 2")
+        # a complete profile is left as it is
+        full = host_profile_text()
+        self.assertEqual(P.complete_host_profile(full, "GenuineIntel 6 1 1"), full)
 
     def test_dirty_recording_is_refused(self):
         self.old["git"]["dirty"] = True

@@ -26,7 +26,9 @@ NATIVE_SRC = "tools/native/calibrate.c"
 NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h")
 NATIVE_BIN = "build/tools/calibrate"
 HOST_NAME = runner.HOST_PROFILE
-RAW_SCHEMA = "baremm-calibrate-raw/2"
+RAW_SCHEMA = "baremm-calibrate-raw/3"
+# raw/2 is raw/3 without the taken-branch loop (core.taken): its key is looked up
+RAW_SCHEMAS = ("baremm-calibrate-raw/2", RAW_SCHEMA)
 OUT_SCHEMA = "baremm-calibrate/1"
 
 # Every key of model/profile.c's table, in its order (the parser rejects a missing one).
@@ -41,7 +43,8 @@ PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_
 # (the key contract shared with the core model; docs/COSTMODEL.md, "Calibration").
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
-             "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle")
+             "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
+             "taken_per_cycle")
 
 KEYS = PARSER_KEYS + CORE_KEYS
 
@@ -62,6 +65,20 @@ _GOLDEN_COVE_TLB = {
     "stlb_entries": (2048, "Intel 248966, Golden Cove TLB table: STLB 2048 entries shared by "
                      "4K and 2M/4M pages [not re-checked]"),
     "stlb_ways": (16, "Intel 248966, Golden Cove TLB table: 16-way [not re-checked]"),
+}
+
+_ZEN5_CPUID = "CPUID of an EPYC 9655 (InstLatX64 dump AuthenticAMD0B00F21, and this family/model)"
+_ZEN5_TLB = {
+    "dtlb4k_entries": (96, "%s, leaf 0x80000005 EBX: L1 DTLB 96 entries, fully associative, "
+                       "4 KiB pages [checked]" % _ZEN5_CPUID),
+    "dtlb4k_ways": (96, "same leaf: fully associative [checked]"),
+    "dtlb2m_entries": (96, "%s, leaf 0x80000005 EAX: 96 entries for 2 MiB pages [checked]"
+                       % _ZEN5_CPUID),
+    "dtlb2m_ways": (96, "same leaf: fully associative [checked]"),
+    "stlb_entries": (4096, "%s, leaf 0x80000006 EBX: L2 DTLB 4096 entries (0x080 x 32) for "
+                     "4 KiB pages, and 4096 for 2 MiB (EAX) [checked]" % _ZEN5_CPUID),
+    "stlb_ways": (8, "same leaf: associativity code 6 = 8-way for 4 KiB pages (AMD 58455, as "
+                  "quoted by jiegec's Zen 5 review, says 16-way) [checked: CPUID]"),
 }
 
 # (vendor, family, model) -> what is published for that CPU. "fallback" names the
@@ -87,6 +104,10 @@ KNOWN_CPUS = {
     ("AuthenticAMD", 0x19, 0x01): {
         "cpu": "AMD Zen 3 (Milan)", "fallback": "zen3", "values": {},
         "note": "the zen3 profile's core is this CPU's"},
+    ("AuthenticAMD", 0x1A, 0x02): {
+        "cpu": "AMD Zen 5 (Turin, 5th gen EPYC)", "fallback": "zen3", "values": _ZEN5_TLB,
+        "note": "no published figure for Zen 5 was found for the privileged instructions, "
+                "interrupts or the cross-CCD transfer"},
 }
 
 
@@ -134,6 +155,8 @@ _SKYLAKE_CORE = {
                              "(TLB misses handled in parallel)")),
     "stores_per_cycle": (1, _src(_INTEL_OPT + ", Skylake: one store per cycle (a single "
                                  "store-data port)")),
+    "taken_per_cycle": (1, _src(_AGNER_IT + ", Skylake: JMP / taken Jcc reciprocal throughput "
+                                "1-2 cycles, at most one taken branch per cycle")),
 }
 
 _SUNNY_COVE_CORE = dict(_SKYLAKE_CORE, **{
@@ -175,6 +198,8 @@ _GOLDEN_COVE_CORE = dict(_SUNNY_COVE_CORE, **{
                              "raised from 2 to 4 on Golden Cove", True)),
     "stores_per_cycle": (2, _src("Chips and Cheese, \"Popping the Hood on Golden Cove\": two "
                                  "store ports, two stores per cycle")),
+    "taken_per_cycle": (1, _src("no separate figure found for Golden Cove: Skylake's (" + _AGNER_IT
+                                + ", one taken branch per cycle at best)")),
 })
 
 _ZEN2_CORE = {
@@ -202,6 +227,9 @@ _ZEN2_CORE = {
                              "walkers, up from two in Zen 2")),
     "stores_per_cycle": (1, _src("AMD Software Optimization Guide for family 17h (Zen 2): one "
                                  "store per cycle")),
+    "taken_per_cycle": (1, _src("Chips and Cheese, \"Zen 5's 2-Ahead Branch Predictor Unit\" "
+                                "(2024-07-26): the Zen cores before Zen 5 predict one taken "
+                                "branch per cycle")),
 }
 
 _ZEN3_CORE = dict(_ZEN2_CORE, **{
@@ -236,6 +264,33 @@ _ZEN4_CORE = dict(_ZEN3_CORE, **{
     "lat_div": (10, _src(_AGNER_IT + ", Zen 4: DIV r64 latency 10-18, lower value")),
 })
 
+_ZEN5_CORE = dict(_ZEN4_CORE, **{
+    "core_width": (8, _src("LLVM X86ScheduleZnver5.td, quoting the AMD Software Optimization "
+                           "Guide for the Zen5 Microarchitecture (58455) 2.9.7: dispatch of up "
+                           "to 8 macro-ops per cycle", True)),
+    "rob_size": (448, _src("LLVM X86ScheduleZnver5.td, quoting AMD 58455 2.10.3: 448 macro-ops "
+                           "in flight without SMT (224 per thread with SMT)", True)),
+    "load_buffer": (202, _src("Chips and Cheese, \"Discussing AMD's Zen 5 at Hot Chips 2024\": "
+                              "about 202 loads in flight measured (AMD 58455: 64 uncompleted "
+                              "loads, no fixed limit on completed ones)", True)),
+    "store_buffer": (104, _src("Chips and Cheese, \"AMD's Ryzen 9950X: Zen 5 on Desktop\": the "
+                               "store queue grows from 64 to 104 entries", True)),
+    "fill_buffers": (124, _src("Chips and Cheese, \"Discussing AMD's Zen 5 at Hot Chips 2024\", "
+                               "quoting AMD 58455: up to 124 outstanding L1 misses", True)),
+    "mispredict": (15, _src("LLVM X86ScheduleZnver5.td, quoting AMD 58455 2.8: misprediction "
+                            "penalty 12-18 cycles, 15 in the common case", True)),
+    "lat_div": (10, _src("InstLatX64, Ryzen 9 9950X: DIV r64 latency 9.97 (small quotient)",
+                         True)),
+    "lat_fp": (2, _src("InstLatX64, Ryzen 9 9950X: ADDSD latency 1.99; Chips and Cheese, "
+                       "\"AMD's Ryzen 9950X\": FP adds 2 cycles on desktop Zen 5", True)),
+    "page_walkers": (6, _src("no Zen 5 figure published: Zen 3's and Zen 4's six (AMD, Zen 3 "
+                             "presentation, Hot Chips 33), as the nearest")),
+    "stores_per_cycle": (2, _src("Chips and Cheese, \"AMD's Strix Point: Zen 5 Hits Mobile\": four "
+                                 "AGUs, up to two of them stores", True)),
+    "taken_per_cycle": (2, _src("Chips and Cheese, \"Zen 5's 2-Ahead Branch Predictor Unit\" "
+                                "(2024-07-26): two taken branches predicted per cycle")),
+})
+
 # The core table: (vendor, family, first model, last model) -> the CPU and, per key of
 # CORE_KEYS, (value, public source). The one place these figures live; a key that cannot be
 # measured (or whose measurement is not clean) is taken from here, and a CPU not in this
@@ -254,6 +309,8 @@ CORE_CPUS = (
     ("AuthenticAMD", 0x19, 0x10, 0x1F, "Zen 4 (Genoa)", _ZEN4_CORE),
     ("AuthenticAMD", 0x19, 0x60, 0x7F, "Zen 4 (Raphael, Phoenix)", _ZEN4_CORE),
     ("AuthenticAMD", 0x19, 0xA0, 0xAF, "Zen 4c (Bergamo)", _ZEN4_CORE),
+    ("AuthenticAMD", 0x1A, 0x00, 0x0F, "Zen 5 (Turin)", _ZEN5_CORE),
+    ("AuthenticAMD", 0x1A, 0x40, 0x4F, "Zen 5 (Granite Ridge)", _ZEN5_CORE),
 )
 
 
@@ -271,6 +328,11 @@ def core_cpu(cpuid):
 
 
 # ---------------------------------------------------------------- core derivations
+
+# A taken-branch rate within this fraction of a whole number of branches per cycle is
+# that number; anything between is a front end this measurement does not explain.
+TAKEN_TOLERANCE = 0.15
+
 
 def width_from_ipc(ipc):
     """core_width from {kind: [IPC per round]}: each kind is bounded by the allocation
@@ -473,6 +535,26 @@ def derive_core(raw, cpuid):
     lookup("stores_per_cycle", "the store loop's rate also depends on the store buffer and the "
            "loop's branch", "not measured")
 
+    # taken branches per cycle
+    tk = core.get("taken")
+    if tk:
+        per = spread(cycles(raw, tk["ticks"]))
+        rate = 1.0 / per[0] if per[0] > 0 else 0.0
+        n = int(round(rate))
+        d["taken"] = {"cycles_per_taken": per, "rate": rate}
+        text = ("a loop of %d always-taken branches, each to the next 16-byte block: %s per "
+                "taken branch, best round %.2f taken per cycle" % (
+                    tk["branches_per_iter"], fmt_spread(per, prec=2), rate))
+        if n >= 1 and abs(rate - n) <= TAKEN_TOLERANCE * n:
+            measured("taken_per_cycle", n, text + ", rounded")
+        else:
+            lookup("taken_per_cycle", "the measurement is not clean (%.2f per cycle is not "
+                   "within %d%% of a whole number), so the table's value: %s"
+                   % (rate, 100 * TAKEN_TOLERANCE, text), "measurement not clean")
+    else:
+        lookup("taken_per_cycle", "not measured (raw figures of %s, before the taken-branch "
+               "loop)" % raw.get("schema"), "not measured")
+
     if need and not entry:
         raise UnknownCpu(
             "CPUID names %s family 0x%x model 0x%x (%s): not in the core table (CORE_CPUS in "
@@ -531,14 +613,19 @@ def fmt_spread(s, unit="cycles", prec=1):
 
 def read_profile(path):
     """A profile file as {key: (value text, comment)}."""
-    out = {}
     with open(path) as f:
-        for line in f:
-            body, _, comment = line.partition("#")
-            if "=" not in body:
-                continue
-            k, _, v = body.partition("=")
-            out[k.strip()] = (v.strip(), comment.strip())
+        return read_profile_text(f.read())
+
+
+def read_profile_text(text):
+    """Profile text as {key: (value text, comment)}."""
+    out = {}
+    for line in text.splitlines():
+        body, _, comment = line.partition("#")
+        if "=" not in body:
+            continue
+        k, _, v = body.partition("=")
+        out[k.strip()] = (v.strip(), comment.strip())
     return out
 
 
@@ -629,9 +716,9 @@ def derive(raw, topology=None, root=None):
     """The profile from the raw figures: (entries [(key, value, comment)], header lines,
     derivation dict). A fixed function of the raw figures; no value is chosen by looking
     at anything the profile will be compared with."""
-    if raw.get("schema") != RAW_SCHEMA:
-        raise CalibrateError("raw figures: schema %r, expected %r"
-                             % (raw.get("schema"), RAW_SCHEMA))
+    if raw.get("schema") not in RAW_SCHEMAS:
+        raise CalibrateError("raw figures: schema %r, expected one of %s"
+                             % (raw.get("schema"), ", ".join(RAW_SCHEMAS)))
     cpuid = raw["cpuid"]
     rounds = raw["rounds"]
     pub, statement = published(cpuid, root)

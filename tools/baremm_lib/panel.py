@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from . import logparse, modelerror, runner, status as st, table as tab
+from . import calibrate, logparse, modelerror, runner, status as st, table as tab
 
 ROOT = runner.ROOT
 NATIVE_DIR = os.path.join(ROOT, "tools", "native")
@@ -624,12 +624,43 @@ def main(a):
 def recorded_profile_text(rec):
     """The profile a recorded panel's model side stands for: a published profile as it is
     committed now (a change of it makes the panel stale), the host's (not committed) as
-    recorded."""
+    recorded, completed by complete_host_profile() when core keys came after it."""
     committed = os.path.join(ROOT, "model", "profiles", rec.get("profile", "") + ".cfg")
     if rec.get("profile") != "host" and os.path.isfile(committed):
         with open(committed) as f:
             return f.read()
-    return rec.get("profile_text", "")
+    return complete_host_profile(rec.get("profile_text", ""), rec.get("cpu_id") or "")
+
+
+def complete_host_profile(text, cpu):
+    """A recorded host profile with every core key the parser needs now: a core key that
+    did not exist when the host was calibrated is taken from the core table
+    (calibrate.CORE_CPUS) for its CPU, @cpu as cpu_id() gives it ("vendor family model
+    ..." in decimal), and says so on its line. Any other missing key, or a CPU the table
+    does not have, is an error: the panel must be measured anew on its CPU."""
+    have = set(calibrate.read_profile_text(text))
+    missing = [k for k in calibrate.KEYS if k not in have]
+    if not missing:
+        return text
+    f = cpu.split()
+    try:
+        cpuid = {"vendor": f[0], "family": int(f[1]), "model": int(f[2])}
+    except (IndexError, ValueError):
+        raise PanelError("the recorded host profile lacks %s and names no CPU (%r)"
+                         % (", ".join(missing), cpu))
+    entry = calibrate.core_cpu(cpuid)
+    bad = [k for k in missing if k not in calibrate.CORE_KEYS or entry is None]
+    if bad:
+        raise PanelError("the recorded host profile lacks %s, which the core table cannot "
+                         "supply for %s: calibrate and record the panel anew on that CPU"
+                         % (", ".join(bad), cpu))
+    lines = [text.rstrip("\n")]
+    for k in missing:
+        val, source = entry[1][k]
+        lines.append("%-16s = %-5s # LOOKED UP when the model side was booted again (%s): %s; "
+                     "the calibration recorded with this panel predates the key"
+                     % (k, val, entry[0], source))
+    return "\n".join(lines) + "\n"
 
 
 def native_from_rows(rows):

@@ -290,6 +290,38 @@ WIDTH_LOOP(width_nop, ".rept 96\n\tnopl 0x40(%%rax)\n\t.endr\n\t")
 WIDTH_LOOP(width_add, ".rept 8\n\t" ADD12 ".endr\n\t")
 WIDTH_LOOP(width_xor, ".rept 8\n\t" XOR12 ".endr\n\t")
 
+/*
+ * Taken-branch throughput: a loop of TAKEN_N conditional branches, each always taken over
+ * one nop to the next 16-byte-aligned block (so no fetch block holds two of them), plus
+ * the taken loop branch. With enough width left over, what bounds it is how many taken
+ * branches the front end follows per cycle.
+ */
+#define TAKEN_N 32
+static uint64_t taken_loop(uint64_t iters)
+{
+	uint64_t five = 5;
+	uint64_t t0 = native_tsc();
+	__asm__ __volatile__(".p2align 6\n1:\n\t"
+			     ".rept 32\n\tcmp $1, %1\n\tjae 2f\n\tnop\n\t.p2align 4\n2:\n\t.endr\n\t"
+			     "dec %0\n\tjnz 1b"
+			     : "+r"(iters)
+			     : "r"(five)
+			     : "cc");
+	return native_tsc() - t0;
+}
+
+/* Ticks per taken branch, best of @samples runs of @iters iterations. */
+static double taken_sample(uint64_t iters, int samples)
+{
+	uint64_t best = ~0ull;
+	taken_loop(iters / 8 + 1);
+	for (int s = 0; s < samples; s++) {
+		uint64_t t = taken_loop(iters);
+		best = t < best ? t : best;
+	}
+	return (double)best / (double)(iters * (TAKEN_N + 1));
+}
+
 /* Ticks per slot of a width loop, best of @samples runs of @iters iterations. */
 static double width_sample(uint64_t (*fn)(uint64_t), uint64_t iters, int samples)
 {
@@ -938,6 +970,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NLAT; i++)
 		lat[i] = calloc((size_t)rounds, sizeof(double));
 	double *pf_s = calloc((size_t)rounds, sizeof(double)), *pf_r = calloc((size_t)rounds, sizeof(double));
+	double *taken = calloc((size_t)rounds, sizeof(double));
 
 	for (int r = 0; r < rounds; r++) {
 		tsc_ghz[r] = native_tsc_ghz(20);
@@ -1018,6 +1051,7 @@ int main(int argc, char **argv)
 		c2c[r] = ncpu >= 2 ? c2c_roundtrip(1, C2C_BATCH, quick ? 5 : 20) : -1;
 		for (int i = 0; i < NWIDTH; i++)
 			width[i][r] = width_sample(width_fn[i], 1 << 12, 5);
+		taken[r] = taken_sample(1 << 16, 5);
 		for (int i = 0; i < NLAT; i++)
 			lat[i][r] = best_of(lat_fn[i], 1 << 14, 5, ovh[r]);
 		for (int k = 0; k < WONG_KINDS; k++) {
@@ -1082,6 +1116,8 @@ int main(int argc, char **argv)
 	       WIDTH_OPS, WIDTH_SLOTS);
 	for (int i = 0; i < NWIDTH; i++)
 		jarr(width_name[i], width[i], rounds, i + 1 < NWIDTH);
+	printf("},\n\"taken\": {\"branches_per_iter\": %d, ", TAKEN_N + 1);
+	jarr("ticks", taken, rounds, false);
 	printf("},\n\"lat\": {");
 	for (int i = 0; i < NLAT; i++)
 		jarr(lat_name[i], lat[i], rounds, i + 1 < NLAT);
