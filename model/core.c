@@ -280,6 +280,32 @@ static inline u32 hash_pc(u64 pc)
 	return (u32)(pc ^ (pc >> 16) ^ (pc >> 32));
 }
 
+/* The tagged tables' history lengths: geometric, the first above gshare's 16 bits. */
+static const u32 tage_hist[CORE_TAGE_TABLES] = { 24, 40, 64, 112, 192 };
+
+/* Folds a history of len bits into w bits as it shifts (a circular shift register):
+ * the new outcome comes in at bit 0, the one len outcomes old leaves at bit len % w. */
+static inline u32 fold_push(u32 f, unsigned w, unsigned len, unsigned in, unsigned out)
+{
+	f = (f << 1) | in;
+	f ^= out << (len % w);
+	f ^= f >> w;
+	return f & ((1u << w) - 1);
+}
+
+static void tage_push(struct core *c, bool taken)
+{
+	c->hptr = (c->hptr + 1) & (CORE_TAGE_HIST_MAX - 1);
+	c->hist[c->hptr] = taken;
+	for (unsigned i = 0; i < CORE_TAGE_TABLES; i++) {
+		const u32 len = tage_hist[i];
+		unsigned out = c->hist[(c->hptr - len) & (CORE_TAGE_HIST_MAX - 1)];
+		c->fold_idx[i] = fold_push(c->fold_idx[i], CORE_TAGE_BITS, len, taken, out);
+		c->fold_tag[i][0] = fold_push(c->fold_tag[i][0], CORE_TAGE_TAG, len, taken, out);
+		c->fold_tag[i][1] = fold_push(c->fold_tag[i][1], CORE_TAGE_TAG - 1, len, taken, out);
+	}
+}
+
 /* Predicts the branch, learns its outcome; true when it was mispredicted. */
 static bool predict(struct core *c, unsigned cls, const struct core_branch *br)
 {
@@ -287,7 +313,30 @@ static bool predict(struct core *c, unsigned cls, const struct core_branch *br)
 	switch (cls) {
 	case CLS_BRANCH_COND: {
 		u8 *ctr = &c->pht[(hash_pc(br->pc) ^ c->ghist) & hmask];
-		bool pred = *ctr >= 2;
+		const bool base = *ctr >= 2;
+		/* TAGE: the longest history whose tagged entry matches provides the prediction,
+		 * the next longer match (or the base) is the alternative */
+		const u32 pcx = hash_pc(br->pc), tmask = (1u << CORE_TAGE_BITS) - 1;
+		u32 idx[CORE_TAGE_TABLES];
+		u16 tag[CORE_TAGE_TABLES];
+		int prov = -1, alt = -1;
+		for (int i = CORE_TAGE_TABLES - 1; i >= 0; i--) {
+			idx[i] = (pcx ^ (pcx >> CORE_TAGE_BITS) ^ c->fold_idx[i] ^ (u32)i * 0x2f3u) & tmask;
+			u16 t = (u16)((pcx ^ c->fold_tag[i][0] ^ (c->fold_tag[i][1] << 1)) &
+				      ((1u << CORE_TAGE_TAG) - 1));
+			tag[i] = t ? t : 1;
+			if (c->tage[i][idx[i]].tag == tag[i]) {
+				if (prov < 0)
+					prov = i;
+				else if (alt < 0)
+					alt = i;
+			}
+		}
+		const bool altp = alt >= 0 ? c->tage[alt][idx[alt]].ctr >= 0 : base;
+		const bool tpred = prov >= 0 ? c->tage[prov][idx[prov]].ctr >= 0 : base;
+		bool pred = tpred;
+		if (prov >= 0)
+			c->st.tage_provided++;
 		/* the loop predictor: runs of one direction whose length repeats (a loop's
 		 * body, then its exit) are predicted to end after that length again */
 		struct core_loop *l = &c->loop[hash_pc(br->pc) & (CORE_LOOP - 1)];
@@ -311,15 +360,50 @@ static bool predict(struct core *c, unsigned cls, const struct core_branch *br)
 				l->last = o;
 				l->cur = 1;
 			}
-		} else if (pred != o) {	/* gshare got it wrong: track the branch here */
+		} else if (pred != o) {	/* TAGE got it wrong: track the branch here */
 			*l = (struct core_loop){ .pc = br->pc, .trip = { ~0u, ~0u }, .cur = 1, .last = o };
 		}
-		if (br->taken && *ctr < 3)
-			(*ctr)++;
-		else if (!br->taken && *ctr > 0)
-			(*ctr)--;
-		c->ghist = ((c->ghist << 1) | br->taken) & hmask;
-		return pred != br->taken;
+		/* TAGE's update: the provider's counter (else the base's), its usefulness when
+		 * it differed from the alternative, and on a wrong prediction a new entry in a
+		 * longer table (the first whose entry is not useful; else all of them age) */
+		if (prov >= 0) {
+			struct core_tage *e = &c->tage[prov][idx[prov]];
+			if (o && e->ctr < 3)
+				e->ctr++;
+			else if (!o && e->ctr > -4)
+				e->ctr--;
+			if (tpred != altp) {
+				if (tpred == o && e->u < 3)
+					e->u++;
+				else if (tpred != o && e->u > 0)
+					e->u--;
+			}
+		}
+		if (prov < 0) {
+			if (o && *ctr < 3)
+				(*ctr)++;
+			else if (!o && *ctr > 0)
+				(*ctr)--;
+		}
+		if (tpred != o && prov < CORE_TAGE_TABLES - 1) {
+			int j = prov + 1;
+			while (j < CORE_TAGE_TABLES && c->tage[j][idx[j]].u)
+				j++;
+			if (j < CORE_TAGE_TABLES)
+				c->tage[j][idx[j]] = (struct core_tage){ .tag = tag[j], .ctr = o ? 0 : -1 };
+			else
+				for (j = prov + 1; j < CORE_TAGE_TABLES; j++)
+					c->tage[j][idx[j]].u--;
+		}
+		if (++c->tage_tick >= CORE_TAGE_AGE) {
+			c->tage_tick = 0;
+			for (unsigned i = 0; i < CORE_TAGE_TABLES; i++)
+				for (unsigned k = 0; k <= tmask; k++)
+					c->tage[i][k].u >>= 1;
+		}
+		c->ghist = ((c->ghist << 1) | o) & hmask;
+		tage_push(c, o);
+		return pred != o;
 	}
 	case CLS_CALL_DIRECT:
 		c->ras[c->ras_top++ % CORE_RAS] = br->next;

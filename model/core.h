@@ -139,12 +139,19 @@ struct core_params {
 #define CORE_SB_MAX 256
 #define CORE_FB_MAX 128
 #define CORE_PW_MAX 16
-/* The branch predictor's fixed geometry (docs/COSTMODEL.md): gshare with 2^16 2-bit
- * counters and 16 bits of global history, beside a 256-entry loop predictor that takes
- * over a conditional branch while its current run's direction has had the same run
- * length three times in a row (a loop's body and exit); a 16-entry
+/* The branch predictor's fixed geometry (docs/COSTMODEL.md): a TAGE predictor (Seznec
+ * and Michaud) whose base is gshare with 2^16 2-bit counters and 16 bits of global
+ * history, and CORE_TAGE_TABLES tagged tables of 2^CORE_TAGE_BITS entries indexed by
+ * the pc and CORE_TAGE_HIST[] bits of global history; beside a 256-entry loop predictor
+ * that takes over a conditional branch while its current run's direction has had the
+ * same run length three times in a row (a loop's body and exit); a 16-entry
  * return stack, a 1024-entry last-target table for indirect jumps and calls. */
 #define CORE_PHT_BITS 16
+#define CORE_TAGE_TABLES 5
+#define CORE_TAGE_BITS 10
+#define CORE_TAGE_TAG 10
+#define CORE_TAGE_HIST_MAX 256	/* the history ring, >= the longest history + 1 */
+#define CORE_TAGE_AGE (1u << 18)	/* conditional branches between halvings of u */
 #define CORE_LOOP 256
 #define CORE_RAS 16
 #define CORE_ITT 1024
@@ -164,6 +171,7 @@ struct core_stats {
 	u64 insns, uops, loads, stores;
 	u64 branches, mispredicts;
 	u64 loop_predicted;	/* conditional branches the loop predictor decided */
+	u64 tage_provided;	/* conditional branches a tagged table predicted */
 	u64 forwards;		/* loads served by an in-flight store */
 	u64 fwd_blocked;	/* loads that overlapped one partly and waited for its drain */
 	u64 rob_stalls;		/* dispatches delayed by a full ROB */
@@ -216,6 +224,15 @@ struct core {
 	u64 ras[CORE_RAS];
 	u64 itt[CORE_ITT];
 	u8 pht[1u << CORE_PHT_BITS];
+	/* TAGE: per tagged table, entries and the folded histories (index, two tag folds) */
+	struct core_tage {
+		u16 tag;	/* 0 = empty (tags are never 0) */
+		int8_t ctr;	/* -4..3, taken when >= 0 */
+		u8 u;		/* usefulness 0..3 */
+	} tage[CORE_TAGE_TABLES][1u << CORE_TAGE_BITS];
+	u32 fold_idx[CORE_TAGE_TABLES], fold_tag[CORE_TAGE_TABLES][2];
+	u8 hist[CORE_TAGE_HIST_MAX];	/* outcome ring, hist[hptr] the newest */
+	u32 hptr, tage_tick;
 	struct core_loop {
 		u64 pc;		/* the branch; 0 = free */
 		u32 trip[2];	/* per direction (not taken, taken): its last run's length */

@@ -806,6 +806,32 @@ HTEST(loop_predictor_learns_long_loops)
 	PARTS_ADD_UP();
 }
 
+/* A branch that repeats the outcome of a random branch 30 branches earlier needs more
+ * history than gshare's 16 bits: TAGE's tagged tables (histories of 40 and more) learn
+ * it, gshare alone would miss half of them. */
+HTEST(tage_learns_a_long_history_correlation)
+{
+	struct core_params p = test_params();
+	setup(&p);
+	const unsigned n = 4000, gap = 29;
+	u64 s = 7, late = 0, late_n = 0;
+	for (unsigned i = 0; i < n; i++) {
+		bool a = lcg(&s) & 1;
+		cond_branch(0x7000, a);	/* random: nothing predicts it */
+		for (unsigned k = 0; k < gap; k++)
+			cond_branch(0x7100 + 16 * k, true);
+		u64 m = C.st.mispredicts;
+		cond_branch(0x7800, a);	/* the same outcome, 30 branches later */
+		if (i >= n / 2) {
+			late += C.st.mispredicts - m;
+			late_n++;
+		}
+	}
+	HT_EXPECT(late * 20 <= late_n);	/* under 5 % once trained */
+	HT_EXPECT(C.st.tage_provided > 0);
+	PARTS_ADD_UP();
+}
+
 /* A long run of independent L1-hit stores is bound by how many stores the buffer writes
  * per cycle once it is full: about n cycles at one per cycle, n / 2 at two (with 4-wide
  * dispatch, the stores alone would take n / 4). */
