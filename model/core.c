@@ -315,7 +315,7 @@ static bool predict(struct core *c, unsigned cls, const struct core_branch *br)
 		u8 *ctr = &c->pht[(hash_pc(br->pc) ^ c->ghist) & hmask];
 		const bool base = *ctr >= 2;
 		/* TAGE: the longest history whose tagged entry matches provides the prediction,
-		 * the next longer match (or the base) is the alternative */
+		 * the next shorter-history match (or the base) is the alternative */
 		const u32 pcx = hash_pc(br->pc), tmask = (1u << CORE_TAGE_BITS) - 1;
 		u32 idx[CORE_TAGE_TABLES];
 		u16 tag[CORE_TAGE_TABLES];

@@ -142,7 +142,7 @@ struct core_params {
 /* The branch predictor's fixed geometry (docs/COSTMODEL.md): a TAGE predictor (Seznec
  * and Michaud) whose base is gshare with 2^16 2-bit counters and 16 bits of global
  * history, and CORE_TAGE_TABLES tagged tables of 2^CORE_TAGE_BITS entries indexed by
- * the pc and CORE_TAGE_HIST[] bits of global history; beside a 256-entry loop predictor
+ * the pc and tage_hist[] (core.c) bits of global history; beside a 256-entry loop predictor
  * that takes over a conditional branch while its current run's direction has had the
  * same run length three times in a row (a loop's body and exit); a 16-entry
  * return stack, a 1024-entry last-target table for indirect jumps and calls. */
