@@ -77,6 +77,8 @@ struct vcpu {
 	const void *rep_insn;
 	u64 rep_mark;
 	struct rep_filter rep;
+	u64 rep_stored, rep_read, rep_filled;	/* distinct lines of this execution */
+	u64 rep_priced;		/* cycles charged for its stream so far */
 	/* paging state */
 	bool cr3_known, cr4_known, cr0_known;
 	u64 cr3, cr4, cr0;
@@ -570,11 +572,14 @@ static void rep_exec_cb(unsigned vi, void *ud)
 		v->a.rep_execs++;
 		v->a.ev[EV_INSNS]++;
 		rep_filter_reset(&v->rep);
+		v->rep_stored = v->rep_read = v->rep_filled = v->rep_priced = 0;
 	}
 }
 
 /* A rep string access: priced per distinct cache line, not per iteration (the filter in
- * model.h). */
+ * model.h): each new line raises the execution's stream price (rep_stream_x100()) and
+ * this access is charged the rise, so an execution costs its whole price however QEMU
+ * splits it into iterations. */
 static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *ud)
 {
 	(void)ud;
@@ -593,8 +598,21 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 		return;
 	v->a.ev[EV_REP_LINES]++;
 	u64 t = translate(v, vi, va);
-	u64 lat = data_line(v, vi, line, qemu_plugin_mem_is_store(info), true, false);
-	u64 r = P.rep_line + (lat == P.mem_lat ? P.rep_mem_line : 0);
+	bool store = qemu_plugin_mem_is_store(info);
+	u64 lat = data_line(v, vi, line, store, true, false);
+	u64 r = 0;
+	if (lat >= P.mem_lat)
+		r = P.rep_mem_line;
+	else if (lat > P.l1d_lat)
+		v->rep_filled++;	/* from the L2, the LLC or another CPU's cache */
+	if (store)
+		v->rep_stored++;
+	else
+		v->rep_read++;
+	u64 lines = v->rep_stored > v->rep_read ? v->rep_stored : v->rep_read;
+	u64 price = rep_stream_x100(lines, v->rep_filled, P.rep_store_line_x100, P.rep_fill_line_x100) / 100;
+	r += price - v->rep_priced;	/* the price only grows: lines and fills only grow */
+	v->rep_priced = price;
 	v->a.ev[EV_CYC_TLB] += t;
 	v->a.ev[EV_CYC_REP] += r;
 	v->a.cyc += t + r;

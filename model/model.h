@@ -37,7 +37,10 @@ struct profile {
 	u64 walk_overhead;
 	u64 atomic, serialise, cpuid, wrmsr, mov_cr, invlpg, fence;
 	u64 irq_roundtrip, ipi_latency, pause, hlt;
-	u64 rep_line, rep_mem_line;
+	/* rep strings, per distinct line of one execution (rep_stream_x100()): FX prices of
+	 * a line stored and of a line filled into the L1d from the L2 or LLC; cycles added
+	 * per line from memory */
+	u64 rep_store_line_x100, rep_fill_line_x100, rep_mem_line;
 	/* across CPUs: a line another CPU holds modified, within a socket and across sockets;
 	 * CPU n sits on socket (n / cores_per_socket) % sockets */
 	u64 c2c_lat, c2c_remote_lat, sockets, cores_per_socket;
@@ -186,6 +189,18 @@ static inline void rep_filter_reset(struct rep_filter *f)
 {
 	f->line[0] = f->line[1] = ~0ull;
 	f->mru = 0;
+}
+
+/* The price, x100, of the lines one rep string execution has streamed so far: @lines
+ * the larger of its distinct lines written and read (a copy writes as many as it reads;
+ * cmps/scas/lods write none), @filled those of its lines, read or written, that came
+ * into the L1d from the L2 or LLC. The store stream and the fill path run at once, so the
+ * slower of the two bounds the stream; lines from memory are priced on top
+ * (rep_mem_line), one by one. */
+static inline u64 rep_stream_x100(u64 lines, u64 filled, u64 store_x100, u64 fill_x100)
+{
+	u64 s = lines * store_x100, f = filled * fill_x100;
+	return s > f ? s : f;
 }
 
 static inline bool rep_filter_new(struct rep_filter *f, u64 line)

@@ -36,7 +36,9 @@ static const struct pkey keys[] = {
 	K(wrmsr, V_INT, 0, 100000), K(mov_cr, V_INT, 0, 100000), K(invlpg, V_INT, 0, 100000),
 	K(fence, V_INT, 0, 100000), K(irq_roundtrip, V_INT, 0, 1000000),
 	K(ipi_latency, V_INT, 0, 1000000), K(pause, V_INT, 0, 100000), K(hlt, V_INT, 0, 1000000),
-	K(rep_line, V_INT, 0, 100000), K(rep_mem_line, V_INT, 0, 100000),
+	{ "rep_store_line", offsetof(struct profile, rep_store_line_x100), V_FX, 0, 10000000 },
+	{ "rep_fill_line", offsetof(struct profile, rep_fill_line_x100), V_FX, 0, 10000000 },
+	K(rep_mem_line, V_INT, 0, 100000),
 	K(c2c_lat, V_INT, 0, 100000), K(c2c_remote_lat, V_INT, 0, 100000),
 	K(sockets, V_INT, 1, 256), K(cores_per_socket, V_INT, 1, 4096),
 	/* the core's limits: the bounds are those of its fixed-size rings (core.h) */
@@ -212,7 +214,8 @@ int profile_describe(const struct profile *p, char *buf, size_t len)
 			"profile=%s ghz=%llu.%02llu base_cpi=%llu.%02llu l1d=%llu/%llu/%llu l2=%llu/%llu/%llu "
 			"llc=%llu/%llu/%llu mem=%llu dtlb4k=%llu/%llu dtlb2m=%llu/%llu stlb=%llu/%llu/%llu "
 			"walk=%llu atomic=%llu serialise=%llu cpuid=%llu wrmsr=%llu mov_cr=%llu invlpg=%llu "
-			"fence=%llu irq=%llu ipi=%llu pause=%llu hlt=%llu rep_line=%llu rep_mem_line=%llu "
+			"fence=%llu irq=%llu ipi=%llu pause=%llu hlt=%llu rep_store_line=%llu.%02llu "
+			"rep_fill_line=%llu.%02llu rep_mem_line=%llu "
 			"c2c=%llu c2c_remote=%llu sockets=%llux%llu",
 			p->name, (unsigned long long)(p->ghz_x100 / 100), (unsigned long long)(p->ghz_x100 % 100),
 			(unsigned long long)(p->base_cpi_x100 / 100), (unsigned long long)(p->base_cpi_x100 % 100),
@@ -227,7 +230,9 @@ int profile_describe(const struct profile *p, char *buf, size_t len)
 			(unsigned long long)p->serialise, (unsigned long long)p->cpuid, (unsigned long long)p->wrmsr,
 			(unsigned long long)p->mov_cr, (unsigned long long)p->invlpg, (unsigned long long)p->fence,
 			(unsigned long long)p->irq_roundtrip, (unsigned long long)p->ipi_latency,
-			(unsigned long long)p->pause, (unsigned long long)p->hlt, (unsigned long long)p->rep_line,
+			(unsigned long long)p->pause, (unsigned long long)p->hlt,
+			(unsigned long long)(p->rep_store_line_x100 / 100), (unsigned long long)(p->rep_store_line_x100 % 100),
+			(unsigned long long)(p->rep_fill_line_x100 / 100), (unsigned long long)(p->rep_fill_line_x100 % 100),
 			(unsigned long long)p->rep_mem_line, (unsigned long long)p->c2c_lat,
 			(unsigned long long)p->c2c_remote_lat, (unsigned long long)p->sockets,
 			(unsigned long long)p->cores_per_socket);

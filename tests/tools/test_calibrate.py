@@ -40,7 +40,7 @@ def per_round_core(raw, key):
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
              "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
-             "taken_per_cycle")
+             "taken_per_cycle", "rep_fill_line")
 
 
 _BIN = []
@@ -184,30 +184,45 @@ class DeriveTest(unittest.TestCase):
         self.assertEqual(self.v["c2c_lat"], str(round(rt / 2)))
         # a recording of the b forms (no "form"): the same arithmetic, named as such
         cyc = lambda k: min(x * c for x, c in zip(self.raw["rep"][k], self.raw["core_per_tsc"]))
-        line = (cyc("movsb_4k_l1") + cyc("stosb_4k_l1")) / 192
-        self.assertEqual(self.v["rep_line"], str(max(1, round(line))))
-        self.assertIn("rep movsb and rep stosb of 4 KiB", self.c["rep_line"])
+        store = (cyc("movsb_4k_l1") + cyc("stosb_4k_l1")) / 128
+        self.assertEqual(self.v["rep_store_line"], "%.2f" % store)
+        self.assertIn("rep movsb and rep stosb of 4 KiB", self.c["rep_store_line"])
+        # raw figures from before the copies from the L2: the fill price is the table's
+        self.assertEqual(self.v["rep_fill_line"], "1")
+        self.assertTrue(self.c["rep_fill_line"].startswith("LOOKED UP (Emerald Rapids"))
         mm = cyc("movsb_64k_from_mem")
-        self.assertEqual(self.v["rep_mem_line"], str(round((mm - 2048 * line) / 1024)))
+        self.assertEqual(self.v["rep_mem_line"], str(round((mm - 1024 * max(store, 1)) / 1024)))
 
     def test_rep_q_forms(self):
-        # the measurer's q forms (as kernel/string.c runs them): copy 2 and clear 1 cycle
-        # per line touched -> (256 + 64) / 192
+        # the measurer's q forms (as kernel/string.c runs them): a copy of 128 and a clear
+        # of 96 cycles a page within L1 store 64 lines each -> (128 + 96) / 128 = 1.75
         raw = recorded()
         n = len(raw["core_per_tsc"])
         cpt = raw["core_per_tsc"]
-        raw["rep"] = {"form": "q", "movs_4k_l1": [256 / c for c in cpt],
-                      "stos_4k_l1": [64 / c for c in cpt],
-                      "movs_64k_from_mem": [(2048 * 320 / 192 + 1024 * 10) / c for c in cpt],
-                      "stos_64k_to_mem": [1024 * 5 / c for c in cpt]}
+        raw["schema"] = calibrate.RAW_SCHEMA
+        raw["rep"] = {"form": "q", "movs_4k_l1": [128 / c for c in cpt],
+                      "stos_4k_l1": [96 / c for c in cpt],
+                      "movs_64k_from_mem": [(1024 * 2.5 + 1024 * 10) / c for c in cpt],
+                      "stos_64k_to_mem": [1024 * 5 / c for c in cpt],
+                      "l2_pages": 32, "movs_4k_l2": [320 / c for c in cpt],
+                      "stos_4k_l2": [150 / c for c in cpt]}
         self.assertEqual(n, len(raw["rep"]["movs_4k_l1"]))
         entries, _, _ = calibrate.derive(raw, raw["_topology"])
         v = {k: val for k, val, _ in entries}
         c = {k: com for k, _, com in entries}
-        self.assertEqual(v["rep_line"], "2")                # 1.67 rounded
+        self.assertEqual(v["rep_store_line"], "1.75")
+        self.assertIn("rep movsq and rep stosq", c["rep_store_line"])
+        self.assertIn("2.00 and 1.50 per line stored", c["rep_store_line"])
+        # the copy through the L2: 320 cycles over 128 lines filled, measured
+        self.assertEqual(v["rep_fill_line"], "2.50")
+        self.assertTrue(c["rep_fill_line"].startswith("MEASURED: rep movsq of 4 KiB pages "
+                                                      "through a 128 KiB source"))
+        # from memory: minus 1024 x max(1.75, 2.50) over 1024 lines
         self.assertEqual(v["rep_mem_line"], "10")
-        self.assertIn("rep movsq and rep stosq", c["rep_line"])
-        self.assertIn("2.00 and 1.00 per line touched", c["rep_line"])
+        # a different copy through the L2 gives a different price (it reads the figure)
+        raw["rep"]["movs_4k_l2"] = [200 / c for c in cpt]
+        v = {k: val for k, val, _ in calibrate.derive(raw, raw["_topology"])[0]}
+        self.assertEqual(v["rep_fill_line"], "1.56")
         ghz = statistics.median(g * c for g, c in zip(self.raw["tsc_ghz"], self.raw["core_per_tsc"]))
         self.assertEqual(self.v["ghz"], "%.2f" % ghz)
 
@@ -396,12 +411,39 @@ class CoreDerivationTest(unittest.TestCase):
         for k in ("rob_size", "store_buffer", "load_buffer", "fill_buffers"):
             self.assertTrue(c[k].startswith("MEASURED: "), k)
         self.assertIn("5 of 5 rounds agree", c["rob_size"])
-        self.assertEqual(d["looked_up"], ["prefetch_lines", "prefetch_streams", "page_walkers",
-                                           "stores_per_cycle", "taken_per_cycle"])
+        self.assertEqual(d["looked_up"], ["rep_fill_line", "prefetch_lines", "prefetch_streams",
+                                           "page_walkers", "stores_per_cycle",
+                                           "taken_per_cycle"])
         # a different step gives a different value (the derivation reads the curve)
         raw = self.synthetic(rob_at=300, fb=10)
         v, _, _ = calibrate.derive_core(raw, raw["cpuid"])
         self.assertEqual((v["rob_size"], v["fill_buffers"]), ("302", "10"))
+
+    def test_fused_nops_count_one_slot_and_entry_per_pair(self):
+        self.assertEqual(calibrate.nop_fusion({"nop4": [11.9, 12.1], "add_imm": [4.0],
+                                               "xor_zero": [6.1]}), 2)
+        self.assertEqual(calibrate.nop_fusion({"nop4": [7.0], "add_imm": [5.3],
+                                               "xor_zero": [8.0]}), 1)
+        self.assertEqual(calibrate.nop_fusion({"nop4": [7.85], "xor_zero": [5.67]}), 1)
+        # a core that runs nops twice as fast as zero idioms: the width is the zero idioms',
+        # and the nop window step counts two nops per entry
+        raw = self.synthetic(rob_at=634)
+        w, cpt = raw["core"]["width"], raw["core_per_tsc"]
+        w["nop4"] = [1.0 / (12.08 * c) for c in cpt]
+        w["xor_zero"] = [1.0 / (6.12 * c) for c in cpt]
+        w["add_imm"] = [1.0 / (4.0 * c) for c in cpt]
+        v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual(d["nop_fusion"], 2)
+        self.assertEqual(v["core_width"], "6")
+        self.assertIn("fuses 2 nops", c["core_width"])
+        self.assertEqual(v["rob_size"], str(634 // 2 + 2))
+        self.assertIn("/ 2 (fused nops per entry", c["rob_size"])
+        # the other windows are not nop-filled: unchanged
+        self.assertEqual(v["store_buffer"], "112")
+        # without fusion the nops' own rate is the width and the step is not divided
+        w["nop4"] = [1.0 / (6.9 * c) for c in cpt]
+        v, _, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual((d["nop_fusion"], v["core_width"], v["rob_size"]), (1, "7", "636"))
 
     def test_taken_branches_per_cycle(self):
         raw = self.synthetic()

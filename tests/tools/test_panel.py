@@ -217,6 +217,45 @@ class RemodelTest(unittest.TestCase):
         full = host_profile_text()
         self.assertEqual(P.complete_host_profile(full, "GenuineIntel 6 1 1"), full)
 
+    def test_a_recording_with_the_per_line_touched_rep_price_is_rewritten_from_its_figures(self):
+        legacy = (
+            "rep_line = 1   # measured: rep movsq and rep stosq of 4 KiB within L1, best of 20 "
+            "per round: min 109.3 median 111.7 max 181.3 cycles and min 110.0 median 113.7 max "
+            "186.0 cycles = 0.85 and 1.72 per line touched (64 source + 64 destination lines "
+            "for the copy, 64 for the clear, as the model counts); the model has one price for "
+            "both: their sum over the 192 lines, 1.14\n"
+            "rep_mem_line = 5   # measured: rep movsq of 64 KiB from clflushed source lines, "
+            "best of 8 per round: min 7178.5 median 7994.7 max 10406.5 cycles; minus 2048 x the "
+            "L1 per-line price, over 1024 source lines = 4.7\n")
+        text = host_profile_text(drop=("rep_store_line", "rep_fill_line", "rep_mem_line")) + legacy
+        out = P.complete_host_profile(text, "GenuineIntel 6 207 2")
+        prof = P.calibrate.read_profile_text(out)
+        self.assertNotIn("rep_line", prof)
+        self.assertEqual(set(prof), set(P.calibrate.KEYS))
+        # (128 x 0.85 + 64 x 1.72) / 128 stored lines
+        self.assertEqual(prof["rep_store_line"][0], "1.71")
+        self.assertIn("DERIVED when the model side was booted again", prof["rep_store_line"][1])
+        self.assertEqual(prof["rep_fill_line"][0], "1")          # the core table's
+        self.assertIn("LOOKED UP when the model side", prof["rep_fill_line"][1])
+        # (7178.5 - 1024 x max(1.71, 1)) / 1024
+        self.assertEqual(prof["rep_mem_line"][0], "5")
+        self.assertIn("recorded: measured: rep movsq of 64 KiB", prof["rep_mem_line"][1])
+        # the older wording (a copy's figure, then the clear's) reads the same way
+        older = legacy.replace("= 0.85 and 1.72 per line touched (64 source + 64 destination "
+                               "lines for the copy, 64 for the clear, as the model counts)",
+                               "= 0.85 per line touched (64 source + 64 destination lines, as "
+                               "the model counts); rep stosb 4 KiB: 1.72 per line")
+        self.assertNotEqual(older, legacy)
+        prof = P.calibrate.read_profile_text(P.complete_host_profile(
+            host_profile_text(drop=("rep_store_line", "rep_fill_line", "rep_mem_line")) + older,
+            "GenuineIntel 6 207 2"))
+        self.assertEqual(prof["rep_store_line"][0], "1.71")
+        # a rep_line comment that quotes no figure cannot be rewritten
+        with self.assertRaises(P.PanelError):
+            P.complete_host_profile(
+                host_profile_text(drop=("rep_store_line", "rep_fill_line", "rep_mem_line"))
+                + "rep_line = 2  # a guess\nrep_mem_line = 5  # a guess\n", "GenuineIntel 6 207 2")
+
     def test_dirty_recording_is_refused(self):
         self.old["git"]["dirty"] = True
         with self.assertRaises(P.PanelError):

@@ -26,9 +26,11 @@ NATIVE_SRC = "tools/native/calibrate.c"
 NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h")
 NATIVE_BIN = "build/tools/calibrate"
 HOST_NAME = runner.HOST_PROFILE
-RAW_SCHEMA = "baremm-calibrate-raw/3"
-# raw/2 is raw/3 without the taken-branch loop (core.taken): its key is looked up
-RAW_SCHEMAS = ("baremm-calibrate-raw/2", RAW_SCHEMA)
+RAW_SCHEMA = "baremm-calibrate-raw/4"
+# raw/4 adds the page copies from the L2 (rep.movs_4k_l2); before it, rep_fill_line is
+# looked up. raw/2 and raw/3 differ only by the taken-branch loop (core.taken), which the
+# derivation looks for itself: without it its key is looked up.
+RAW_SCHEMAS = ("baremm-calibrate-raw/2", "baremm-calibrate-raw/3", RAW_SCHEMA)
 OUT_SCHEMA = "baremm-calibrate/1"
 
 # Every key of model/profile.c's table, in its order (the parser rejects a missing one).
@@ -36,7 +38,7 @@ PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_
         "l2_lat", "llc_kib", "llc_ways", "llc_lat", "mem_lat", "dtlb4k_entries",
         "dtlb4k_ways", "dtlb2m_entries", "dtlb2m_ways", "stlb_entries", "stlb_ways",
         "stlb_lat", "walk_overhead", "atomic", "serialise", "cpuid", "wrmsr", "mov_cr",
-        "invlpg", "fence", "irq_roundtrip", "ipi_latency", "pause", "hlt", "rep_line",
+        "invlpg", "fence", "irq_roundtrip", "ipi_latency", "pause", "hlt", "rep_store_line",
         "rep_mem_line", "c2c_lat", "c2c_remote_lat", "sockets", "cores_per_socket")
 
 # The out-of-order core's parameters, which every profile carries after the keys above
@@ -44,7 +46,7 @@ PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
              "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
-             "taken_per_cycle")
+             "taken_per_cycle", "rep_fill_line")
 
 KEYS = PARSER_KEYS + CORE_KEYS
 
@@ -157,6 +159,8 @@ _SKYLAKE_CORE = {
                                  "store-data port)")),
     "taken_per_cycle": (1, _src(_AGNER_IT + ", Skylake: JMP / taken Jcc reciprocal throughput "
                                 "1-2 cycles, at most one taken branch per cycle")),
+    "rep_fill_line": (1, _src(_INTEL_OPT + ", Skylake-SP cache table: L2 peak bandwidth 64 "
+                              "bytes per cycle into the L1d, one 64-byte line per cycle")),
 }
 
 _SUNNY_COVE_CORE = dict(_SKYLAKE_CORE, **{
@@ -227,6 +231,9 @@ _ZEN2_CORE = {
                              "walkers, up from two in Zen 2")),
     "stores_per_cycle": (1, _src("AMD Software Optimization Guide for family 17h (Zen 2): one "
                                  "store per cycle")),
+    "rep_fill_line": (2, _src("AMD Software Optimization Guides for families 17h and 19h (Zen "
+                              "2-4): the L2 returns 32 bytes per cycle to the L1d, two cycles a "
+                              "line")),
     "taken_per_cycle": (1, _src("Chips and Cheese, \"Zen 5's 2-Ahead Branch Predictor Unit\" "
                                 "(2024-07-26): the Zen cores before Zen 5 predict one taken "
                                 "branch per cycle")),
@@ -289,6 +296,9 @@ _ZEN5_CORE = dict(_ZEN4_CORE, **{
                                  "AGUs, up to two of them stores", True)),
     "taken_per_cycle": (2, _src("Chips and Cheese, \"Zen 5's 2-Ahead Branch Predictor Unit\" "
                                 "(2024-07-26): two taken branches predicted per cycle")),
+    "rep_fill_line": (1, _src("Chips and Cheese, \"Discussing AMD's Zen 5 at Hot Chips 2024\": "
+                              "L2 to L1d bandwidth doubled to 64 bytes per cycle, one cycle a "
+                              "line")),
 })
 
 # The core table: (vendor, family, first model, last model) -> the CPU and, per key of
@@ -342,6 +352,22 @@ def width_from_ipc(ipc):
     if best is None or best[0] <= 0:
         raise CalibrateError("no width measurement")
     return int(round(best[0])), best[1], best[0]
+
+
+# A nop filler that runs this many times faster than every other single-uop filler is
+# being fused: the core puts several nops in one dispatch slot and one window entry.
+NOP_FUSION_RATIO = 1.75
+
+
+def nop_fusion(ipc):
+    """Nops per dispatch slot from {kind: [IPC per round]}: 1, or the whole ratio of the
+    best nop IPC to the best of the other fillers when that is at least NOP_FUSION_RATIO
+    (zero idioms and adds are never fused with each other, so they bound the slots)."""
+    nop = max(ipc.get("nop4") or [0])
+    other = max((max(v) for k, v in ipc.items() if k != "nop4" and v), default=0)
+    if other <= 0 or nop < NOP_FUSION_RATIO * other:
+        return 1
+    return int(round(nop / other))
 
 
 def wong_step(fillers, t, min_ratio=1.5):
@@ -423,16 +449,25 @@ def derive_core(raw, cpuid):
     w = core["width"]
     ipc = {k: [1.0 / (x * cpt) for x, cpt in zip(w[k], raw["core_per_tsc"]) if x > 0]
            for k in ("nop4", "add_imm", "xor_zero")}
-    width, kind, best = width_from_ipc(ipc)
+    fused = nop_fusion(ipc)
+    slots = ipc if fused == 1 else {k: x for k, x in ipc.items() if k != "nop4"}
+    width, kind, best = width_from_ipc(slots)
     d["width_ipc"] = ipc
+    d["nop_fusion"] = fused
+    fusion_txt = ("" if fused == 1 else
+                  "; the nops ran %.2fx faster than any other filler: this core fuses %d nops "
+                  "into one dispatch slot and one window entry, so the width is the other "
+                  "fillers' and nop counts below are divided by %d" % (
+                      max(ipc["nop4"]) / best, fused, fused))
     measured("core_width", width, (
         "IPC of a loop of %d independent single-uop instructions (+ the fused loop branch), "
         "best round: 4-byte nops %s, adds to 12 registers %s, xor zero idioms %s (IPC per "
-        "round); the largest, %.2f (%s), rounded. Rounds below it share the core with the "
+        "round); the largest, %.2f (%s), rounded%s. Rounds below it share the core with the "
         "SMT sibling (another tenant's vCPU: this VM sees 1 thread per core)" % (
             w["ops_per_iter"], "/".join("%.2f" % x for x in ipc["nop4"]),
             "/".join("%.2f" % x for x in ipc["add_imm"]),
-            "/".join("%.2f" % x for x in ipc["xor_zero"]), best, kind)))
+            "/".join("%.2f" % x for x in ipc["xor_zero"]), best, kind,
+            "" if fused == 1 else " among adds and zero idioms" + fusion_txt)))
 
     # dependent chains
     lat = {k: cycles(raw, vals) for k, vals in core["lat"].items()}
@@ -480,7 +515,10 @@ def derive_core(raw, cpuid):
             continue
         curves = matrix_cycles(raw, wk["ticks"])
         steps = [wong_step(wk["fillers"], cv) for cv in curves]
-        size, why = wong_size(steps, offsets[key], npoints=len(wk["fillers"]))
+        size, why = wong_size(steps, 0, npoints=len(wk["fillers"]))
+        per_entry = fused if key == "rob_size" else 1
+        if size is not None:
+            size = int(round(size / per_entry)) + offsets[key]
         best = [min(col) for col in zip(*curves)]
         d["wong"][key] = {"steps": steps, "size": size, "why": why,
                           "min_curve": dict(zip(map(str, wk["fillers"]), best))}
@@ -494,7 +532,8 @@ def derive_core(raw, cpuid):
                 "tenant's vCPU)" % (what[key], wk["filler"], rounds_txt, why,
                                     _fmt_curve(wk["fillers"][::4], best[::4])))
         if size is not None:
-            measured(key, size, text + "; value = the step's N%s" % (
+            measured(key, size, text + "; value = the step's N%s%s" % (
+                " / %d (fused nops per entry, core_width)" % per_entry if per_entry > 1 else "",
                 " + the two chase loads" if offsets[key] else ""))
         else:
             lookup(key, "the measurement is not clean, so the table's value: " + text,
@@ -516,6 +555,24 @@ def derive_core(raw, cpuid):
     else:
         lookup("fill_buffers", "the measurement is not clean (%s), so the table's value: %s"
                % (mp["why"], text), "measurement not clean: " + mp["why"])
+
+    # the fill path from the L2 into the L1d, under a rep copy whose both streams miss it
+    rep = raw.get("rep", {})
+    if rep.get("movs_4k_l2"):
+        per_page = spread(cycles(raw, rep["movs_4k_l2"]))
+        per_clear = spread(cycles(raw, rep["stos_4k_l2"]))
+        fill = per_page[0] / 128
+        measured("rep_fill_line", "%.2f" % fill, (
+            "rep movsq of 4 KiB pages through a %d KiB source and a %d KiB destination (both "
+            "streams from the L2: more than any L1d, within any L2), best of 8 passes per "
+            "round: %s per page, over its 64 source + 64 destination lines filled = %.2f; the "
+            "model bounds a copy by the larger of its fills and its stores (rep_store_line), "
+            "so where the stores are the slower this price is not what decides it. rep stosq "
+            "of those pages: %s" % (4 * rep["l2_pages"], 4 * rep["l2_pages"], fmt_spread(per_page),
+                                    fill, fmt_spread(per_clear))))
+    else:
+        lookup("rep_fill_line", "not measured (raw figures of %s, before the page copies from "
+               "the L2)" % raw.get("schema"), "not measured")
 
     # prefetch: reported, the keys are looked up
     pf = core["prefetch"]
@@ -912,25 +969,18 @@ def derive(raw, topology=None, root=None):
     op = {"movs": "rep movs" + form, "stos": "rep stos" + form}
     movs = spread(cycles(raw, rep[key("movs_4k_l1")]))
     stos = spread(cycles(raw, rep[key("stos_4k_l1")]))
-    # one price per line for both ops: their cycles over the lines the model counts them
-    # to touch (a copy 64 source + 64 destination lines, a clear 64)
-    rep_line = (movs[0] + stos[0]) / (128 + 64)
-    v["rep_line"] = str(max(1, round(rep_line)))
-    c["rep_line"] = ("measured: %s and %s of 4 KiB within L1, best of 20 per round: %s and %s "
-                     "= %.2f and %.2f per line touched (64 source + 64 destination lines "
-                     "for the copy, 64 for the clear, as the model counts); the model has one "
-                     "price for both: their sum over the 192 lines, %.2f" % (
-                         op["movs"], op["stos"], fmt_spread(movs), fmt_spread(stos),
-                         movs[0] / 128, stos[0] / 64, rep_line))
+    # one price per line stored for both ops: a copy and a clear of a page within the L1d
+    # each store 64 lines (the model's store stream, rep_stream_x100 in model/model.h)
+    store = (movs[0] + stos[0]) / (2 * 64)
+    v["rep_store_line"] = "%.2f" % store
+    c["rep_store_line"] = ("measured: %s and %s of 4 KiB within L1, best of 20 per round: %s and %s "
+                           "= %.2f and %.2f per line stored (64 destination lines each; the copy's "
+                           "64 source lines are L1 hits); the model has one price for both: "
+                           "their mean, %.2f" % (
+                               op["movs"], op["stos"], fmt_spread(movs), fmt_spread(stos),
+                               movs[0] / 64, stos[0] / 64, store))
     mm = spread(cycles(raw, rep[key("movs_64k_from_mem")]))
     sm = spread(cycles(raw, rep[key("stos_64k_to_mem")]))
-    rep_mem = (mm[0] - 2048 * rep_line) / 1024
-    v["rep_mem_line"] = str(max(0, round(rep_mem)))
-    c["rep_mem_line"] = ("measured: %s of 64 KiB from clflushed source lines, best of 8 "
-                         "per round: %s; minus 2048 x the L1 per-line price, over 1024 source "
-                         "lines = %.1f; %s 64 KiB to flushed lines: %.1f per line" % (
-                             op["movs"], fmt_spread(mm), rep_mem, op["stos"], sm[0] / 1024))
-
     c2c = spread(cycles(raw, raw["c2c"]["roundtrip"])) if raw["cpus_online"] >= 2 else None
     if c2c:
         v["c2c_lat"] = str(round(c2c[0] / 2))
@@ -958,6 +1008,20 @@ def derive(raw, topology=None, root=None):
     c.update(cc)
     d["core"] = cd
 
+    # the copy from memory: 1024 destination lines stored, each filled from the L2 (64 KiB
+    # is more than any L1d the table has), and 1024 source lines from memory, priced on
+    # top of the larger of the two streams
+    fill = float(v["rep_fill_line"])
+    stream = 1024 * max(store, fill)
+    rep_mem = (mm[0] - stream) / 1024
+    v["rep_mem_line"] = str(max(0, round(rep_mem)))
+    c["rep_mem_line"] = ("measured: %s of 64 KiB from clflushed source lines, best of 8 "
+                         "per round: %s; minus the stream's price (1024 lines x the larger of "
+                         "rep_store_line and rep_fill_line, %.0f), over 1024 source lines = "
+                         "%.1f; %s 64 KiB to flushed lines: %.1f per line" % (
+                             op["movs"], fmt_spread(mm), stream, rep_mem, op["stos"],
+                             sm[0] / 1024))
+
     v["name"] = HOST_NAME
     c["name"] = "this host, measured by tools/baremm calibrate"
     missing = [k for k in KEYS if k not in v]
@@ -984,7 +1048,7 @@ def derive(raw, topology=None, root=None):
                   "clean, else LOOKED UP in the core table (%s)" % (
                       ", ".join(CORE_KEYS), cd["core_table"] or "no entry for this CPU"))
     d.update({"l1d_ws_kib": w1, "l2_ws_kib": w2, "llc_ws_kib": w3, "stlb_pages": stlb_ns,
-              "stlb_lat_exact": stlb_lat, "rep_line_exact": rep_line,
+              "stlb_lat_exact": stlb_lat, "rep_store_line_exact": store,
               "rep_mem_line_exact": rep_mem})
     return entries, header, d
 

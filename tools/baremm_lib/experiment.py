@@ -410,7 +410,7 @@ EXPERIMENTS = {
         smp=1,
         model_note="memory bandwidth of a whole program (pdfium) and page-cache "
                    "prefetch; rep stos/movs are priced per cache line from the profile's "
-                   "rep_line/rep_mem_line, not per byte.",
+                   "rep_store_line, rep_fill_line and rep_mem_line, not per byte.",
         key_events=("fault", "fault_anon", "fault_ref", "alloc_pcp", "pt_alloc",
                     "flush_req")),
 }

@@ -632,15 +632,62 @@ def recorded_profile_text(rec):
     return complete_host_profile(rec.get("profile_text", ""), rec.get("cpu_id") or "")
 
 
+# The recorded measurements a legacy rep_line comment quotes: the copy's price per line
+# touched (128 lines) and the clear's per line (64), in either wording calibrate used.
+_REP_LINE_FIGURES = (
+    re.compile(r"= ([0-9.]+) and ([0-9.]+) per line touched"),
+    re.compile(r"= ([0-9.]+) per line touched .*?rep stos[bq] 4 KiB: ([0-9.]+) per line"),
+)
+_REP_MEM_FIGURE = re.compile(r"per round: min ([0-9.]+) ")
+
+
+def _rep_from_legacy(text, fill):
+    """A profile recorded with the one price per line touched (rep_line) rewritten with
+    the per-line-stored price (rep_store_line) and rep_mem_line derived anew, both from
+    the figures that recording measured and quotes in its comments. @fill: the
+    rep_fill_line the profile now has."""
+    prof = calibrate.read_profile_text(text)
+    com = prof["rep_line"][1]
+    m = next((r.search(com) for r in _REP_LINE_FIGURES if r.search(com)), None)
+    mm = _REP_MEM_FIGURE.search(prof.get("rep_mem_line", ("", ""))[1])
+    if not m or not mm:
+        raise PanelError("the recorded host profile's rep_line or rep_mem_line comment quotes "
+                         "no measured figure to derive rep_store_line from: calibrate and "
+                         "record the panel anew on its CPU")
+    copy, clear = 128 * float(m.group(1)), 64 * float(m.group(2))
+    store = (copy + clear) / 128
+    rep_mem = max(0, round((float(mm.group(1)) - 1024 * max(store, fill)) / 1024))
+    out = []
+    for line in text.rstrip("\n").splitlines():
+        k = line.partition("#")[0].partition("=")[0].strip()
+        if k == "rep_line":
+            out.append("%-16s = %-5s # DERIVED when the model side was booted again, from this "
+                       "recording's own figures (its rep_line, one price per line touched, "
+                       "quoted them): the copy of a page within L1 %.1f cycles and the clear "
+                       "%.1f, over their 64 stored lines each, mean %.2f" % (
+                           "rep_store_line", "%.2f" % store, copy, clear, store))
+        elif k == "rep_mem_line":
+            out.append("%-16s = %-5s # DERIVED when the model side was booted again: the "
+                       "recorded copy of 64 KiB from flushed lines, %s cycles, minus 1024 x "
+                       "max(rep_store_line, rep_fill_line), over 1024 source lines; recorded: %s"
+                       % ("rep_mem_line", rep_mem, mm.group(1), prof["rep_mem_line"][1]))
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def complete_host_profile(text, cpu):
     """A recorded host profile with every core key the parser needs now: a core key that
     did not exist when the host was calibrated is taken from the core table
     (calibrate.CORE_CPUS) for its CPU, @cpu as cpu_id() gives it ("vendor family model
-    ..." in decimal), and says so on its line. Any other missing key, or a CPU the table
-    does not have, is an error: the panel must be measured anew on its CPU."""
+    ..." in decimal), and says so on its line; a recording with the old rep price
+    (rep_line) has rep_store_line and rep_mem_line derived from its own figures
+    (_rep_from_legacy). Any other missing key, or a CPU the table does not have, is an
+    error: the panel must be measured anew on its CPU."""
     have = set(calibrate.read_profile_text(text))
-    missing = [k for k in calibrate.KEYS if k not in have]
-    if not missing:
+    legacy_rep = "rep_line" in have and "rep_store_line" not in have
+    missing = [k for k in calibrate.KEYS if k not in have and not (legacy_rep and k == "rep_store_line")]
+    if not missing and not legacy_rep:
         return text
     f = cpu.split()
     try:
@@ -660,7 +707,10 @@ def complete_host_profile(text, cpu):
         lines.append("%-16s = %-5s # LOOKED UP when the model side was booted again (%s): %s; "
                      "the calibration recorded with this panel predates the key"
                      % (k, val, entry[0], source))
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if legacy_rep:
+        text = _rep_from_legacy(text, float(calibrate.read_profile_text(text)["rep_fill_line"][0]))
+    return text
 
 
 def native_from_rows(rows):

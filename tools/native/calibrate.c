@@ -36,6 +36,7 @@
 #define C2C_BATCH 200
 #define PROBE_N 16
 #define PAGE 4096
+#define REP_L2_PAGES 32	/* 128 KiB a stream: rep copies from the L2 */
 #define HPAGE (2u << 20)
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -939,6 +940,9 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < BRANCH_N; i++)
 		branch_buf[i] = (uint8_t)(rng() & 0x7f);
 	char *rep_src = arena(64 << 10, false), *rep_dst = arena(64 << 10, false);
+	/* page copies through a source and a destination of REP_L2_PAGES pages each: larger
+	 * than any L1d, within any L2, so both streams are filled from the L2 */
+	char *rep_l2 = arena(2 * REP_L2_PAGES * PAGE, false);
 
 	/* per-round results */
 	double *tsc_ghz = calloc((size_t)rounds, sizeof(double));
@@ -953,6 +957,7 @@ int main(int argc, char **argv)
 	double *br_pred = calloc((size_t)rounds, sizeof(double)), *br_rand = calloc((size_t)rounds, sizeof(double));
 	double *movs_l1 = calloc((size_t)rounds, sizeof(double)), *stos_l1 = calloc((size_t)rounds, sizeof(double));
 	double *movs_mem = calloc((size_t)rounds, sizeof(double)), *stos_mem = calloc((size_t)rounds, sizeof(double));
+	double *movs_l2 = calloc((size_t)rounds, sizeof(double)), *stos_l2 = calloc((size_t)rounds, sizeof(double));
 	double *c2c = calloc((size_t)rounds, sizeof(double));
 	double *probe2m = calloc((size_t)rounds, sizeof(double)), *probe4k = calloc((size_t)rounds, sizeof(double));
 	enum { W_NOP, W_ADD, W_XOR, NWIDTH };
@@ -1043,6 +1048,21 @@ int main(int argc, char **argv)
 				uint64_t y = rep_stosq(rep_src, 64 << 10);
 				d = y < d ? y : d;
 			}
+			uint64_t e = ~0ull, f = ~0ull;
+			for (int s = 0; s < 9; s++) {	/* the first pass brings the pages into the L2 */
+				uint64_t x = 0, y = 0;
+				for (int i = 0; i < REP_L2_PAGES; i++)
+					x += rep_movsq(rep_l2 + (size_t)i * PAGE,
+						       rep_l2 + (size_t)(REP_L2_PAGES + i) * PAGE, PAGE) - ovh[r];
+				for (int i = 0; i < REP_L2_PAGES; i++)
+					y += rep_stosq(rep_l2 + (size_t)(REP_L2_PAGES + i) * PAGE, PAGE) - ovh[r];
+				if (s) {
+					e = x < e ? x : e;
+					f = y < f ? y : f;
+				}
+			}
+			movs_l2[r] = (double)e / REP_L2_PAGES;
+			stos_l2[r] = (double)f / REP_L2_PAGES;
 			movs_l1[r] = (double)(a - ovh[r]);
 			stos_l1[r] = (double)(b - ovh[r]);
 			movs_mem[r] = (double)(c - ovh[r]);
@@ -1066,7 +1086,7 @@ int main(int argc, char **argv)
 		pf_r[r] = pf_sample(&pf_rnd_p, 3);
 	}
 
-	printf("{\n\"schema\": \"baremm-calibrate-raw/2\",\n");
+	printf("{\n\"schema\": \"baremm-calibrate-raw/4\",\n");
 	print_cpuid();
 	printf("\"cpus_online\": %ld,\n\"rounds\": %d,\n\"quick\": %s,\n", ncpu, rounds, quick ? "true" : "false");
 	jarr("tsc_ghz", tsc_ghz, rounds, true);
@@ -1109,7 +1129,10 @@ int main(int argc, char **argv)
 	jarr("movs_4k_l1", movs_l1, rounds, true);
 	jarr("stos_4k_l1", stos_l1, rounds, true);
 	jarr("movs_64k_from_mem", movs_mem, rounds, true);
-	jarr("stos_64k_to_mem", stos_mem, rounds, false);
+	jarr("stos_64k_to_mem", stos_mem, rounds, true);
+	printf("\"l2_pages\": %d, ", REP_L2_PAGES);
+	jarr("movs_4k_l2", movs_l2, rounds, true);
+	jarr("stos_4k_l2", stos_l2, rounds, false);
 	printf("},\n\"c2c\": {\"cpus\": [0, 1], \"batch\": %d, ", C2C_BATCH);
 	jarr("roundtrip", c2c, rounds, false);
 	printf("},\n\"core\": {\"width\": {\"ops_per_iter\": %d, \"slots_per_iter\": %d, ",
