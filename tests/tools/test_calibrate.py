@@ -125,6 +125,26 @@ class DeriveTest(unittest.TestCase):
         e = calibrate.effective_llc(ws, lat, 512, 32768, 11)
         self.assertEqual((e["kib"], e["kib"] * 16 % 11), (4092, 0))
 
+    def test_llc_is_read_from_whole_laps_when_the_measurer_has_them(self):
+        # the short runs say the L3 holds 3 MiB (the recorded VM, L2 2 MiB); whole laps that
+        # stay at 40 cycles to 4 MiB make it 4 MiB, and the latency is the laps' at the
+        # middle of that range
+        raw = recorded()
+        ws = raw["chase"]["ws_kib"]
+        laps = {w: (4 if w <= 32 else 14 if w <= 2048 else 40 if w <= 4096 else 500) for w in ws}
+        for k in ("lap_ticks_2m", "lap_ticks_4k"):
+            raw["chase"][k] = [[laps[w] / c for w in ws] for c in raw["core_per_tsc"]]
+        entries, _, _ = calibrate.derive(raw, raw["_topology"])
+        v = {k: val for k, val, _ in entries}
+        c = {k: com for k, _, com in entries}
+        self.assertEqual(v["llc_kib"], "4095")              # whole sets of 20 ways
+        self.assertIn("whole laps of the cycle", c["llc_kib"])
+        self.assertEqual(v["llc_lat"], str(40 - int(v["stlb_lat"])))
+        self.assertIn("whole laps of the cycle", c["llc_lat"])
+        # without them (raw/2, /3): the short runs, as before
+        self.assertEqual(self.v["llc_kib"], "3070")
+        self.assertIn("best of 16 x 4096 loads (raw figures from before", self.c["llc_lat"])
+
     def test_amd_cache_leaf_is_named(self):
         # AMD reserves leaf 4: the measurer reads 0x8000001D (same layout) and says so
         raw = recorded()

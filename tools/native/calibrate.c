@@ -158,6 +158,18 @@ static double chase_sample(void *start, uint64_t n, uint64_t steps, int samples)
 	return (double)best / (double)steps;
 }
 
+/*
+ * Ticks per load over whole laps of a cycle of @n slots (at least CHASE_STEPS loads), best
+ * of two after a warm lap. Where the cycle is larger than a cache the short runs above
+ * find the luckiest stretch of it (the lines a non-LRU cache happened to keep); a lap
+ * pays for every line once, as a program walking that much memory does.
+ */
+static double chase_lap(void *start, uint64_t n)
+{
+	uint64_t steps = round16(n < CHASE_STEPS ? CHASE_STEPS : n);
+	return chase_sample(start, n, steps, 2);
+}
+
 /* ---- the individual measurements (each returns ticks per operation, best of samples) ---- */
 
 static uint64_t tsc_overhead(void)
@@ -948,7 +960,7 @@ int main(int argc, char **argv)
 	double *tsc_ghz = calloc((size_t)rounds, sizeof(double));
 	double *cpt = calloc((size_t)rounds, sizeof(double));
 	uint64_t *ovh = calloc((size_t)rounds, sizeof(uint64_t));
-	double *c2m[100], *c4k[100], *t2m[100], *t4k[100];
+	double *c2m[100], *c4k[100], *t2m[100], *t4k[100], *l2m[100], *l4k[100];
 	double *memlat = calloc((size_t)rounds, sizeof(double));
 	double *xadd = calloc((size_t)rounds, sizeof(double)), *xchg = calloc((size_t)rounds, sizeof(double));
 	double *mfence = calloc((size_t)rounds, sizeof(double)), *lfence = calloc((size_t)rounds, sizeof(double));
@@ -983,12 +995,19 @@ int main(int argc, char **argv)
 		ovh[r] = tsc_overhead();
 		c2m[r] = calloc((size_t)nws, sizeof(double));
 		c4k[r] = calloc((size_t)nws, sizeof(double));
+		l2m[r] = calloc((size_t)nws, sizeof(double));
+		l4k[r] = calloc((size_t)nws, sizeof(double));
 		t2m[r] = calloc((size_t)ntlb, sizeof(double));
 		t4k[r] = calloc((size_t)ntlb, sizeof(double));
 		for (int w = 0; w < nws; w++) {
 			uint64_t n = ((uint64_t)ws_kib[w] << 10) / LINE;
 			c2m[r][w] = chase_sample(start2m[w], n, CHASE_STEPS, CHASE_SAMPLES);
 			c4k[r][w] = chase_sample(start4k[w], n, CHASE_STEPS, CHASE_SAMPLES);
+		}
+		for (int w = 0; w < nws; w++) {
+			uint64_t n = ((uint64_t)ws_kib[w] << 10) / LINE;
+			l2m[r][w] = chase_lap(start2m[w], n);
+			l4k[r][w] = chase_lap(start4k[w], n);
 		}
 		for (int t = 0; t < ntlb; t++) {
 			uint64_t n = tlb_pages[t];
@@ -1101,7 +1120,9 @@ int main(int argc, char **argv)
 		printf("%s%u", w ? ", " : "", ws_kib[w]);
 	printf("],\n");
 	jmat("ticks_2m", c2m, rounds, nws, true);
-	jmat("ticks_4k", c4k, rounds, nws, false);
+	jmat("ticks_4k", c4k, rounds, nws, true);
+	jmat("lap_ticks_2m", l2m, rounds, nws, true);
+	jmat("lap_ticks_4k", l4k, rounds, nws, false);
 	printf("},\n\"tlb\": {\"pages\": [");
 	for (int t = 0; t < ntlb; t++)
 		printf("%s%u", t ? ", " : "", tlb_pages[t]);
