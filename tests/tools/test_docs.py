@@ -62,6 +62,10 @@ class CoreComparisonTest(unittest.TestCase):
         from baremm_lib import experiment as ex
         with open(os.path.join(ROOT, "docs", "data", "seed-003-model-skylake-sp.json")) as f:
             s_in = json.load(f)
+        # an in-order run recorded before the plugin printed part.* fields: no breakdown
+        s_parts = copy.deepcopy(s_in)
+        for r in s_in["results"]:
+            r["extra"] = {k: v for k, v in r.get("extra", {}).items() if not k.startswith("part.")}
         s_ooo = copy.deepcopy(s_in)
         s_ooo["model_args"] = "core=ooo"
         for r in s_ooo["results"]:
@@ -71,6 +75,13 @@ class CoreComparisonTest(unittest.TestCase):
         self.assertIn("What the out-of-order core changed, profile skylake-sp", text)
         self.assertIn("| 0.25 |", text)
         self.assertRegex(text, r"cache [0-9.]+\* -> 0\.50")   # in-order: its charge event
+        # with the in-order run's own breakdown (the saved run has one), its part is shown
+        # without the mark
+        self.assertTrue(any(k.startswith("part.cache") for r in s_parts["results"]
+                            for k in r.get("extra", {})))
+        text2 = docs.core_comparison(ex.EXPERIMENTS["003"], s_parts, s_ooo, "skylake-sp")
+        self.assertRegex(text2, r"cache [0-9.]+ -> 0\.50")
+        self.assertNotRegex(text2, r"cache [0-9.]+\* -> 0\.50")
         self.assertIn("Claims, in-order -> out-of-order", text)
         # a run with no common figure says so instead of an empty table
         s_ooo["results"] = []
