@@ -359,6 +359,21 @@ def width_from_ipc(ipc):
 NOP_FUSION_RATIO = 1.75
 
 
+def rep_store_price(copy_l1, clear_l1):
+    """rep_store_line from a copy and a clear of a page within the L1d (cycles each): both
+    store 64 lines and the copy's source lines are L1 hits, so one price per line stored
+    fits both: their mean (the model's store stream, rep_stream_x100 in model/model.h)."""
+    return (copy_l1 + clear_l1) / (2 * 64)
+
+
+def rep_mem_price(copy_64k_mem, store, fill):
+    """rep_mem_line (unrounded) from a copy of 64 KiB whose source lines were flushed: its
+    1024 destination lines stored and filled from the L2 (64 KiB is more than any L1d in
+    the table), priced by the larger of the two streams, and the rest over its 1024 source
+    lines from memory."""
+    return (copy_64k_mem - 1024 * max(store, fill)) / 1024
+
+
 def nop_fusion(ipc):
     """Nops per dispatch slot from {kind: [IPC per round]}: 1, or the whole ratio of the
     best nop IPC to the best of the other fillers when that is at least NOP_FUSION_RATIO
@@ -978,9 +993,7 @@ def derive(raw, topology=None, root=None):
     op = {"movs": "rep movs" + form, "stos": "rep stos" + form}
     movs = spread(cycles(raw, rep[key("movs_4k_l1")]))
     stos = spread(cycles(raw, rep[key("stos_4k_l1")]))
-    # one price per line stored for both ops: a copy and a clear of a page within the L1d
-    # each store 64 lines (the model's store stream, rep_stream_x100 in model/model.h)
-    store = (movs[0] + stos[0]) / (2 * 64)
+    store = rep_store_price(movs[0], stos[0])
     v["rep_store_line"] = "%.2f" % store
     c["rep_store_line"] = ("measured: %s and %s of 4 KiB within L1, best of 20 per round: %s and %s "
                            "= %.2f and %.2f per line stored (64 destination lines each; the copy's "
@@ -1017,12 +1030,10 @@ def derive(raw, topology=None, root=None):
     c.update(cc)
     d["core"] = cd
 
-    # the copy from memory: 1024 destination lines stored, each filled from the L2 (64 KiB
-    # is more than any L1d the table has), and 1024 source lines from memory, priced on
-    # top of the larger of the two streams
+    # the copy from memory, once rep_fill_line (a core key) is known
     fill = float(v["rep_fill_line"])
     stream = 1024 * max(store, fill)
-    rep_mem = (mm[0] - stream) / 1024
+    rep_mem = rep_mem_price(mm[0], store, fill)
     v["rep_mem_line"] = str(max(0, round(rep_mem)))
     c["rep_mem_line"] = ("measured: %s of 64 KiB from clflushed source lines, best of 8 "
                          "per round: %s; minus the stream's price (1024 lines x the larger of "

@@ -648,15 +648,15 @@ def _rep_from_legacy(text, fill):
     rep_fill_line the profile now has."""
     prof = calibrate.read_profile_text(text)
     com = prof["rep_line"][1]
-    m = next((r.search(com) for r in _REP_LINE_FIGURES if r.search(com)), None)
+    m = next(filter(None, (r.search(com) for r in _REP_LINE_FIGURES)), None)
     mm = _REP_MEM_FIGURE.search(prof.get("rep_mem_line", ("", ""))[1])
     if not m or not mm:
         raise PanelError("the recorded host profile's rep_line or rep_mem_line comment quotes "
                          "no measured figure to derive rep_store_line from: calibrate and "
                          "record the panel anew on its CPU")
     copy, clear = 128 * float(m.group(1)), 64 * float(m.group(2))
-    store = (copy + clear) / 128
-    rep_mem = max(0, round((float(mm.group(1)) - 1024 * max(store, fill)) / 1024))
+    store = calibrate.rep_store_price(copy, clear)
+    rep_mem = max(0, round(calibrate.rep_mem_price(float(mm.group(1)), store, fill)))
     out = []
     for line in text.rstrip("\n").splitlines():
         k = line.partition("#")[0].partition("=")[0].strip()
@@ -686,7 +686,9 @@ def complete_host_profile(text, cpu):
     error: the panel must be measured anew on its CPU."""
     have = set(calibrate.read_profile_text(text))
     legacy_rep = "rep_line" in have and "rep_store_line" not in have
-    missing = [k for k in calibrate.KEYS if k not in have and not (legacy_rep and k == "rep_store_line")]
+    missing = [k for k in calibrate.KEYS if k not in have]
+    if legacy_rep:
+        missing.remove("rep_store_line")  # _rep_from_legacy writes it
     if not missing and not legacy_rep:
         return text
     f = cpu.split()
