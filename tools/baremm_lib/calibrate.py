@@ -92,6 +92,14 @@ KNOWN_CPUS = {
         "note": "Raptor Cove keeps Golden Cove's L1/L2 TLBs; no published figure for "
                 "Emerald Rapids was found for the privileged instructions, interrupts or "
                 "the cross-socket transfer"},
+    ("GenuineIntel", 6, 0xAD): {
+        "cpu": "Intel Granite Rapids (Xeon 6 P-cores, Redwood Cove cores)",
+        "fallback": "skylake-sp",
+        "values": {k: (val, "Chips and Cheese, \"Intel's Redwood Cove: Baby Steps are Still "
+                       "Steps\": no major structure size changed from Golden Cove, so " + src)
+                   for k, (val, src) in _GOLDEN_COVE_TLB.items()},
+        "note": "no published figure for Granite Rapids was found for the privileged "
+                "instructions, interrupts or the cross-socket transfer"},
     ("GenuineIntel", 6, 0x8F): {
         "cpu": "Intel Sapphire Rapids (4th gen Xeon Scalable, Golden Cove cores)",
         "fallback": "skylake-sp", "values": _GOLDEN_COVE_TLB,
@@ -206,6 +214,19 @@ _GOLDEN_COVE_CORE = dict(_SUNNY_COVE_CORE, **{
                                 + ", one taken branch per cycle at best)")),
 })
 
+# Redwood Cove doubles the L1i (64 KiB) and tunes the branch predictor; "Intel has not
+# changed any major core structure sizes" from Golden Cove, by Chips and Cheese's testing.
+_REDWOOD_SAME = ("Chips and Cheese, \"Intel's Redwood Cove: Baby Steps are Still Steps\" "
+                 "(2024-09-22): no major core structure size changed from Golden Cove, so "
+                 "Golden Cove's figure: ")
+_REDWOOD_COVE_CORE = dict({k: (val, _REDWOOD_SAME + src) for k, (val, src) in
+                           _GOLDEN_COVE_CORE.items()}, **{
+    "mispredict": (17, _src(_INTEL_OPT + ", Redwood Cove: \"reduced average branch "
+                            "misprediction recovery latency\", by no stated amount, so Golden "
+                            "Cove's figure (" + _AGNER_MA + ", Alder Lake P-core: about 17 "
+                            "cycles) as its upper bound")),
+})
+
 _ZEN2_CORE = {
     "core_width": (6, _src("AMD Software Optimization Guide for family 17h models 30h+ (Zen 2): "
                            "dispatch of up to 6 macro-ops per cycle")),
@@ -312,6 +333,7 @@ CORE_CPUS = (
     # Raptor Cove is Golden Cove's core with a larger L2: no separate core figures published
     ("GenuineIntel", 6, 0xCF, 0xCF, "Emerald Rapids (Raptor Cove = Golden Cove core)",
      _GOLDEN_COVE_CORE),
+    ("GenuineIntel", 6, 0xAD, 0xAE, "Granite Rapids (Redwood Cove cores)", _REDWOOD_COVE_CORE),
     ("AuthenticAMD", 0x17, 0x30, 0x7F, "Zen 2 (Rome, Matisse, Renoir...)", _ZEN2_CORE),
     ("AuthenticAMD", 0x19, 0x00, 0x0F, "Zen 3 (Milan)", _ZEN3_CORE),
     ("AuthenticAMD", 0x19, 0x20, 0x2F, "Zen 3 (Vermeer)", _ZEN3_CORE),
@@ -631,7 +653,9 @@ def derive_core(raw, cpuid):
         raise UnknownCpu(
             "CPUID names %s family 0x%x model 0x%x (%s): not in the core table (CORE_CPUS in "
             "tools/baremm_lib/calibrate.py), and these keys must be looked up: %s. Add the "
-            "CPU to the table with a public source for every key; no default is assumed"
+            "CPU to the table with a public source for every key; no default is assumed. If "
+            "a hypervisor reports a signature that is not the silicon's, name the real one "
+            "with --cpuid-as FAMILY:MODEL"
             % (cpuid.get("vendor"), cpuid.get("family", 0), cpuid.get("model", 0),
                cpuid.get("brand", "").strip(),
                "; ".join("%s (%s)" % (k, short[k]) for k in need)))
@@ -784,6 +808,31 @@ def _cache_level(leaf4, level):
                          "have no level-%d data cache" % level)
 
 
+def parse_cpuid_as(text):
+    """(family, model) from --cpuid-as "FAMILY:MODEL" (each decimal or 0x-hex)."""
+    try:
+        fam, model = (int(x, 0) for x in text.split(":"))
+    except ValueError:
+        raise CalibrateError("--cpuid-as %r: expected FAMILY:MODEL, e.g. 6:0xad" % text)
+    if not (0 < fam <= 0x10F and 0 <= model <= 0xFF):
+        raise CalibrateError("--cpuid-as %r: family 1..0x10f and model 0..0xff" % text)
+    return fam, model
+
+
+def cpuid_identity(raw):
+    """(cpuid dict the derivation uses, note or None). raw["cpuid_as"] (from --cpuid-as)
+    replaces the family and model CPUID reported, for a hypervisor that masks the
+    signature; the note keeps both in the profile so the choice is never silent."""
+    cpuid = raw["cpuid"]
+    alias = raw.get("cpuid_as")
+    if not alias:
+        return cpuid, None
+    note = ("CPUID reports family 0x%x model 0x%x; identified by --cpuid-as as family 0x%x "
+            "model 0x%x" % (cpuid.get("family", 0), cpuid.get("model", 0),
+                            alias["family"], alias["model"]))
+    return dict(cpuid, family=alias["family"], model=alias["model"]), note
+
+
 def derive(raw, topology=None, root=None):
     """The profile from the raw figures: (entries [(key, value, comment)], header lines,
     derivation dict). A fixed function of the raw figures; no value is chosen by looking
@@ -791,9 +840,11 @@ def derive(raw, topology=None, root=None):
     if raw.get("schema") not in RAW_SCHEMAS:
         raise CalibrateError("raw figures: schema %r, expected one of %s"
                              % (raw.get("schema"), ", ".join(RAW_SCHEMAS)))
-    cpuid = raw["cpuid"]
+    cpuid, as_note = cpuid_identity(raw)
     rounds = raw["rounds"]
     pub, statement = published(cpuid, root)
+    if as_note:
+        statement = as_note + "; " + statement
     v, c = {}, {}          # key -> value, comment
     d = {"published": statement}
 
@@ -1170,6 +1221,13 @@ def write(raw, out_dir, topo=None, root=None):
 
 def main(a):
     out_dir = os.path.abspath(a.out) if a.out else os.path.dirname(runner.host_profile_path())
+    alias = getattr(a, "cpuid_as", None)
+    if alias:
+        try:
+            alias = parse_cpuid_as(alias)   # refused before anything is measured
+        except CalibrateError as e:
+            sys.stderr.write("baremm: calibrate: %s\n" % e)
+            return st.EXIT_USAGE
     try:
         binary = build_native()
         if a.raw:
@@ -1184,6 +1242,8 @@ def main(a):
             raw = measure(binary, a.rounds, a.quick)
             topo = topology()
             raw["_topology"] = topo
+        if alias:
+            raw["cpuid_as"] = {"family": alias[0], "model": alias[1]}
         cfg, js, entries, d = write(raw, out_dir, topo)
         ok, msg = check_profile(binary, cfg)
     except UnknownCpu as e:
@@ -1219,6 +1279,9 @@ def add_parser(sub):
     p.add_argument("--raw", default=None,
                    help="derive from a saved host.json's raw figures (or the measurer's own "
                         "JSON) instead of measuring")
+    p.add_argument("--cpuid-as", default=None, metavar="FAMILY:MODEL",
+                   help="the silicon's CPUID family and model when a hypervisor reports "
+                        "another (e.g. 6:0xad); both are written into the profile")
     p.add_argument("--quick", action="store_true",
                    help="fewer working sets, a 64 MiB memory buffer: a smoke test, not a "
                         "calibration")
