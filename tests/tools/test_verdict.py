@@ -1,4 +1,5 @@
 """tools/baremm_lib/verdict.py: the one rule on synthetic figures; it can disagree."""
+import dataclasses
 import math
 import os
 import sys
@@ -175,6 +176,34 @@ class LinuxTest(unittest.TestCase):
         self.assertEqual(V.projection(e, lc, fa, ref, model="p", model_args="causal=off,core=ooo")
                          ["linux_cost"], 300.0)
         self.assertEqual(V.reference_set_name(ref, "p", "core=inorder"), "model:p")
+
+    def test_model_note_follows_the_core(self):
+        exp = ex.Experiment("999", "t", "q", bench="b.x", variant="o", values=("a", "b"),
+                            thread=V.MailThread("x", (FASTER,)), op="one op",
+                            linux_none="none", model_note="IN-ORDER NOTE",
+                            model_note_ooo="OUT-OF-ORDER NOTE")
+        fa = fig([1000] * 3, "a", unit="model_cycles")
+        fb = fig([900] * 3, "b", unit="model_cycles")
+
+        def text(args):
+            return " ".join(ex.Analysis(exp, [fa, fb], True, model="p", model_args=args)
+                            .verdict()["text"].split())
+        t = text("")
+        self.assertIn("Not modelled, and relevant here: IN-ORDER NOTE", t)
+        self.assertNotIn("OUT-OF-ORDER NOTE", t)
+        self.assertIn("(profile p, deterministic)", t)
+        t = text("core=ooo")
+        self.assertIn("Not modelled, and relevant here: OUT-OF-ORDER NOTE", t)
+        self.assertNotIn("IN-ORDER NOTE", t)
+        self.assertIn("(profile p, out-of-order core, deterministic)", t)
+        # without an out-of-order note the one note stands for both cores
+        exp = dataclasses.replace(exp, model_note_ooo="")
+        self.assertIn("IN-ORDER NOTE", text("core=ooo"))
+
+    def test_seed_notes_name_no_in_order_limit_under_the_ooo_core(self):
+        for e in ex.EXPERIMENTS.values():
+            note = V.model_note(e, "core=ooo")
+            self.assertNotIn("in-order", note, e.id)
 
     def test_reference_file_covers_every_experiment(self):
         ref = V.load_linux_ref()

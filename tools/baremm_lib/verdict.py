@@ -368,17 +368,27 @@ def decide(exp, groups, icount, model=None, model_args=None):
                            "exact" if first["exact"] else
                            "CI %s..%s" % (pct_s(first["pct_lo"]), pct_s(first["pct_hi"])))
     return {"agree": agree, "ours": ours, "claims": claims_out, "linux": linux_out,
-            "text": prose(exp, groups, icount, agree, claims_out, linux_out, model)}
+            "text": prose(exp, groups, icount, agree, claims_out, linux_out, model,
+                          model_args or "")}
 
 
-def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
+def model_note(exp, model_args=""):
+    """What the cost model leaves out that matters to exp, for the core that priced the
+    figures: exp.model_note_ooo under core=ooo when the experiment has one (the in-order
+    note would name mechanisms that core does model), else exp.model_note."""
+    ooo = getattr(exp, "model_note_ooo", "")
+    return ooo if ooo and runner.core_ooo(model_args) else exp.model_note
+
+
+def prose(exp, groups, icount, agree, claims_out, linux_out, model=None, model_args=""):
     th = exp.thread
     cpus = sorted({g.cpus for g, _ in groups})
     out = ["The thread (%s) measured %s." % (
         th.workload, "; ".join(c.describe() for c in th.claims))]
     here = "Here one operation is %s, on %s, in %s" % (
         exp.op, " and ".join(cpus_str(n) for n in cpus),
-        "the cost model (profile %s, deterministic)" % model if model else
+        "the cost model (profile %s%s, deterministic)" % (
+            model, ", out-of-order core" if runner.core_ooo(model_args) else "") if model else
         "deterministic mode (icount: one cycle is one instruction)" if icount
         else "TCG wall time")
     if th.threads and cpus and max(cpus) != th.threads:
@@ -416,7 +426,7 @@ def prose(exp, groups, icount, agree, claims_out, linux_out, model=None):
         if getattr(exp, "exercised", None):
             out.append(exp.exercised({v: (byv[v] or {}).get("events", {}) for v in vals}))
     if model:
-        out.extend(model_sentences(exp, groups, model))
+        out.extend(model_sentences(exp, groups, model, model_args))
     out.extend(linux_sentences(exp, linux_out))
     if icount and not model and exp.icount_note:
         out.append(exp.icount_note)
@@ -472,7 +482,7 @@ def model_breakdown(ra, rb):
     return [(w, a, b) for (w, a), (_, b) in zip(pa, pb)]
 
 
-def model_sentences(exp, groups, model):
+def model_sentences(exp, groups, model, model_args=""):
     """Where the model's cycles per operation went, and the counts that moved."""
     out = []
     for _, byv in groups[:1]:
@@ -500,8 +510,9 @@ def model_sentences(exp, groups, model):
         out.append("Where the model's cycles per operation went, %s -> %s (profile %s): %s%s%s."
                    % (exp.cost[0], exp.cost[1], model, "; ".join(parts) or "nothing moved",
                       tail, " (the parts do not add up: %s)" % "; ".join(bad) if bad else ""))
-    if exp.model_note:
-        out.append("Not modelled, and relevant here: %s" % exp.model_note)
+    note = model_note(exp, model_args)
+    if note:
+        out.append("Not modelled, and relevant here: %s" % note)
     return out
 
 
