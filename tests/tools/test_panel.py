@@ -213,6 +213,15 @@ class RemodelTest(unittest.TestCase):
         with self.assertRaises(P.PanelError):
             P.complete_host_profile(host_profile_text(drop=("mem_lat", "taken_per_cycle")),
                                     "GenuineIntel 6 207 2")
+        # a masked CPUID (6 / 0xA7) is completed as the CPU its calibration named
+        masked = ("# Published values: CPUID reports family 0x6 model 0xa7; identified by "
+                  "--cpuid-as as family 0x6 model 0xad; CPUID names ...\n"
+                  + host_profile_text(drop=("taken_per_cycle",)))
+        with self.assertRaises(P.PanelError):
+            P.complete_host_profile(host_profile_text(drop=("taken_per_cycle",)),
+                                    "GenuineIntel 6 167 1")
+        self.assertRegex(P.complete_host_profile(masked, "GenuineIntel 6 167 1").splitlines()[-1],
+                         r"^taken_per_cycle\s+= 1\s+# LOOKED UP .*\(Granite Rapids")
         # a complete profile is left as it is
         full = host_profile_text()
         self.assertEqual(P.complete_host_profile(full, "GenuineIntel 6 1 1"), full)
