@@ -29,6 +29,8 @@ struct core_params core_params_from_profile(const struct profile *prof)
 	p.page_walkers = (u32)prof->page_walkers;
 	p.stores_per_cycle = prof->stores_per_cycle ? (u32)prof->stores_per_cycle : 1;
 	p.taken_per_cycle = (u32)prof->taken_per_cycle;
+	p.loop_branches = (u32)prof->loop_branches;
+	p.loop_taken_per_cycle = (u32)prof->loop_taken_per_cycle;
 	p.mispredict = (u32)prof->mispredict;
 	p.l1d_lat = (u32)prof->l1d_lat;
 	for (unsigned k = 0; k < NR_CLS; k++)
@@ -54,7 +56,8 @@ int core_init(struct core *c, const struct core_params *p)
 	if (!p->width || !p->rob_size || p->rob_size > CORE_ROB_MAX || !p->load_buffer ||
 	    p->load_buffer > CORE_LB_MAX || !p->store_buffer || p->store_buffer > CORE_SB_MAX ||
 	    !p->fill_buffers || p->fill_buffers > CORE_FB_MAX || !p->page_walkers ||
-	    p->page_walkers > CORE_PW_MAX || !p->taken_per_cycle)
+	    p->page_walkers > CORE_PW_MAX || !p->taken_per_cycle ||
+	    p->loop_branches > CORE_LOOP_BRANCHES || (p->loop_branches && !p->loop_taken_per_cycle))
 		return -1;
 	memset(c, 0, sizeof(*c));
 	c->p = *p;
@@ -636,15 +639,27 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 			c->st.mispredicts++;
 			bump(&c->floor, &c->floor_cause, C + P->mispredict, CORE_PART_BRANCH);
 		}
-		/* the front end follows taken_per_cycle taken branches per cycle: the one that
-		 * uses up the budget is the last instruction of its dispatch cycle */
+		/* the front end follows taken_per_cycle taken branches per cycle, or
+		 * loop_taken_per_cycle inside a loop of at most loop_branches taken branches:
+		 * the one that uses up the budget is the last instruction of its dispatch cycle */
 		if (cls != CLS_BRANCH_COND || br->taken) {
 			c->st.taken++;
+			u32 budget = P->taken_per_cycle;
+			if (P->loop_branches) {
+				for (u32 i = 0; i < P->loop_branches; i++)
+					if (c->lt_pc[i] == br->pc + 1) {
+						budget = P->loop_taken_per_cycle;
+						c->st.loop_taken++;
+						break;
+					}
+				c->lt_pc[c->lt_n] = br->pc + 1;	/* + 1: 0 is an empty slot */
+				c->lt_n = c->lt_n + 1 == P->loop_branches ? 0 : c->lt_n + 1;
+			}
 			if (c->tk_cyc != D) {
 				c->tk_cyc = D;
 				c->tk_used = 0;
 			}
-			if (++c->tk_used >= P->taken_per_cycle && c->d_cyc == D && c->d_used < P->width) {
+			if (++c->tk_used >= budget && c->d_cyc == D && c->d_used < P->width) {
 				c->d_used = P->width;
 				c->st.taken_stops++;
 			}

@@ -129,6 +129,10 @@ struct core_params {
 				 * dispatch of the next instruction */
 	u32 taken_per_cycle;	/* taken branches one dispatch cycle may hold: the one that
 				 * uses up the budget ends the cycle (the front end redirects) */
+	u32 loop_branches;	/* a taken branch seen again within this many taken branches is
+				 * in a loop the front end replays (a loop buffer, a zero-bubble
+				 * BTB): its budget is loop_taken_per_cycle; 0: no such loops */
+	u32 loop_taken_per_cycle;
 	u32 l1d_lat;		/* the latency of a forwarded load */
 	u32 lat[NR_CLS];	/* execution latency per class */
 };
@@ -155,6 +159,8 @@ struct core_params {
 #define CORE_LOOP 256
 #define CORE_RAS 16
 #define CORE_ITT 1024
+/* the recent taken branches the loop rule looks back over: loop_branches' bound */
+#define CORE_LOOP_BRANCHES 64
 /* store-to-load forwarding index: 8-byte granules hashed into this many slots */
 #define CORE_FWD 256
 
@@ -180,6 +186,7 @@ struct core_stats {
 	u64 pw_waits;		/* walks that waited for a free page walker */
 	u64 taken;		/* branches that went elsewhere than the next instruction */
 	u64 taken_stops;	/* dispatch cycles a taken branch ended early (fetch redirect) */
+	u64 loop_taken;		/* taken branches followed at the loop rate (loop_branches) */
 };
 
 struct core {
@@ -191,6 +198,9 @@ struct core {
 	/* taken branches dispatched in cycle tk_cyc */
 	u64 tk_cyc;
 	u32 tk_used;
+	/* the last loop_branches taken branches' pcs, a ring written at lt_n */
+	u64 lt_pc[CORE_LOOP_BRANCHES];
+	u32 lt_n;
 	u64 floor;
 	u8 floor_cause;
 	/* younger instructions (issue_floor) or younger loads (load_floor) issue no earlier */

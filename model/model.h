@@ -53,6 +53,8 @@ struct profile {
 	u64 page_walkers;	/* page walks in flight at once */
 	u64 stores_per_cycle;	/* stores the store buffer writes to the L1d per cycle */
 	u64 taken_per_cycle;	/* taken branches the front end follows per cycle */
+	u64 loop_branches;	/* taken branches a loop may hold and run at the loop rate (0: none) */
+	u64 loop_taken_per_cycle;	/* that rate: taken branches per cycle inside such a loop */
 };
 
 /* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */

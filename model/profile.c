@@ -49,6 +49,7 @@ static const struct pkey keys[] = {
 	K(prefetch_lines, V_INT, 0, 64), K(prefetch_streams, V_INT, 0, 256),
 	K(page_walkers, V_INT, 1, 16), K(stores_per_cycle, V_INT, 1, 8),
 	K(taken_per_cycle, V_INT, 1, 8),
+	K(loop_branches, V_INT, 0, 64), K(loop_taken_per_cycle, V_INT, 1, 8),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -577,6 +577,48 @@ HTEST(taken_branch_throughput)
 	PARTS_ADD_UP();
 }
 
+/* A loop of at most loop_branches taken branches runs at loop_taken_per_cycle; one with
+ * more, or any loop when loop_branches is 0, at taken_per_cycle. */
+static u64 loop_of(struct core_params *p, unsigned taken_per_iter, unsigned iters)
+{
+	setup(p);
+	for (unsigned i = 0; i < iters; i++)
+		for (unsigned k = 0; k < taken_per_iter; k++) {
+			alu(0, R(1 + k % 8) | CORE_BIT(CORE_REG_FLAGS));
+			cond_branch(0x402000 + 0x40 * k, true);
+		}
+	return core_now(&C);
+}
+
+HTEST(loop_taken_rate)
+{
+	struct core_params p = test_params();
+	p.width = 8;
+	p.taken_per_cycle = 1;
+	p.loop_taken_per_cycle = 2;
+	const unsigned n = 500;
+	/* no loop rule: one taken branch per cycle whatever the loop */
+	p.loop_branches = 0;
+	u64 base4 = loop_of(&p, 4, n);
+	HT_EXPECT(base4 >= 4 * n);
+	HT_EXPECT_EQ(C.st.loop_taken, 0);
+	/* 4 taken branches a loop, the rule covers 4: two per cycle once the ring holds them */
+	p.loop_branches = 4;
+	u64 in4 = loop_of(&p, 4, n);
+	HT_EXPECT_EQ(C.st.loop_taken, 4 * n - 4);
+	HT_EXPECT(in4 >= 2 * n && in4 <= 2 * n + 20 * (16 + 2));
+	HT_EXPECT(base4 - in4 >= 2 * n - 40);
+	PARTS_ADD_UP();
+	/* 5 taken branches a loop is more than the rule holds: back to one per cycle */
+	u64 out5 = loop_of(&p, 5, n);
+	HT_EXPECT_EQ(C.st.loop_taken, 0);
+	p.loop_branches = 0;
+	HT_EXPECT_EQ(loop_of(&p, 5, n), out5);
+	/* a profile whose rule is larger than the ring is refused */
+	p.loop_branches = CORE_LOOP_BRANCHES + 1;
+	HT_EXPECT(core_init(&C, &p) != 0);
+}
+
 static void call(u64 pc, u64 target, bool indirect)
 {
 	struct core_op op = { .reg_read = R(4), .reg_write = R(4), .cls = indirect ? CLS_CALL_INDIRECT : CLS_CALL_DIRECT,

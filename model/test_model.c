@@ -641,7 +641,7 @@ static const char good[] =
 	"core_width = 4\nrob_size = 224\nload_buffer = 72\nstore_buffer = 56\nfill_buffers = 12\n"
 	"mispredict = 16\nlat_imul = 3\nlat_div = 35\nlat_vec = 1\nlat_fp = 4\nlat_fpdiv = 14\n"
 	"prefetch_lines = 20\nprefetch_streams = 32\npage_walkers = 2\nstores_per_cycle = 1\n"
-	"taken_per_cycle = 1\n";
+	"taken_per_cycle = 1\nloop_branches = 0\nloop_taken_per_cycle = 1\n";
 
 static int parse_with(const char *text, char *err)
 {

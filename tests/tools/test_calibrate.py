@@ -40,7 +40,7 @@ def per_round_core(raw, key):
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
              "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
-             "taken_per_cycle", "rep_fill_line")
+             "taken_per_cycle", "rep_fill_line", "loop_branches", "loop_taken_per_cycle")
 
 
 _BIN = []
@@ -74,7 +74,8 @@ class DeriveTest(unittest.TestCase):
     def test_core_keys_say_how_they_were_obtained(self):
         for k in CORE_KEYS:
             self.assertRegex(self.c[k], r"^(MEASURED: |LOOKED UP \()", k)
-            self.assertGreater(int(self.v[k]), 0, k)
+            # loop_branches 0 is "no loop rule"
+            self.assertGreaterEqual(int(float(self.v[k])), 0 if k == "loop_branches" else 1, k)
         # the recorded host: the latencies are clean dependent chains, measured
         for k in ("core_width", "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp",
                   "lat_fpdiv"):
@@ -342,7 +343,8 @@ class CoreTableTest(unittest.TestCase):
             self.assertLessEqual(lo, hi, name)
             for k, (val, source) in values.items():
                 self.assertIsInstance(val, int, (name, k))
-                self.assertGreaterEqual(val, 0 if k.startswith("prefetch") else 1, (name, k))
+                self.assertGreaterEqual(val, 0 if k.startswith("prefetch") or k == "loop_branches"
+                                        else 1, (name, k))
                 self.assertRegex(source, r"\[(checked|not re-checked)\]$", (name, k))
                 self.assertRegex(source, r"Intel|Agner|WikiChip|Chips and Cheese|AMD|AnandTech|"
                                  r"cpunews|InstLatX64|LLVM", (name, k))
@@ -462,7 +464,8 @@ class CoreDerivationTest(unittest.TestCase):
         self.assertIn("5 of 5 rounds agree", c["rob_size"])
         self.assertEqual(d["looked_up"], ["rep_fill_line", "prefetch_lines", "prefetch_streams",
                                            "page_walkers", "stores_per_cycle",
-                                           "taken_per_cycle"])
+                                           "taken_per_cycle", "loop_branches",
+                                           "loop_taken_per_cycle"])
         # a different step gives a different value (the derivation reads the curve)
         raw = self.synthetic(rob_at=300, fb=10)
         v, _, _ = calibrate.derive_core(raw, raw["cpuid"])
@@ -513,6 +516,42 @@ class CoreDerivationTest(unittest.TestCase):
         v, c, d = calibrate.derive_core(raw, raw["cpuid"])
         self.assertIn("taken_per_cycle", d["looked_up"])
         self.assertIn("not clean (1.50 per cycle", c["taken_per_cycle"])
+
+    def test_small_loops_taken_branches(self):
+        raw = self.synthetic()
+        cpt = raw["core_per_tsc"]
+        # no small loops in the raw figures: both keys looked up (none assumed in the table)
+        v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertEqual((v["loop_branches"], v["loop_taken_per_cycle"]), ("0", "1"))
+        self.assertIn("before the small taken-branch loops", c["loop_branches"])
+        self.assertIn("loop_branches", d["looked_up"])
+        raw["core"]["taken"] = {"branches_per_iter": 33, "ticks": [(1 / 1.27) / x for x in cpt]}
+        sizes = [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28]
+
+        def loops(rate_of):
+            raw["core"]["taken_loops"] = {"branches_per_iter": sizes, "ticks": [
+                [(1 / rate_of(n)) / x for n in sizes] for x in cpt]}
+            return calibrate.derive_core(raw, raw["cpuid"])
+        # Redwood Cove's shape: 2 a cycle up to 16 taken branches a loop, then 1.27
+        v, c, d = loops(lambda n: 1.97 if n <= 16 else 1.27)
+        self.assertEqual((v["loop_branches"], v["loop_taken_per_cycle"]), ("16", "2"))
+        self.assertTrue(c["loop_branches"].startswith("MEASURED: "))
+        self.assertNotIn("loop_branches", d["looked_up"])
+        # a capacity of 8 moves the key with it
+        v, _, _ = loops(lambda n: 2.02 if n <= 8 else 1.27)
+        self.assertEqual(v["loop_branches"], "8")
+        # no loop faster than LOOP_RATE_MIN x the general rate: measured, no loop rule
+        v, c, d = loops(lambda n: 1.4)
+        self.assertEqual(v["loop_branches"], "0")
+        self.assertIn("no loop rule", c["loop_branches"])
+        self.assertNotIn("loop_branches", d["looked_up"])
+        # fast all the way to the largest loop: the capacity is not found, looked up
+        v, c, d = loops(lambda n: 2.0)
+        self.assertIn("loop_branches", d["looked_up"])
+        self.assertIn("does not fall", c["loop_branches"])
+        # a fastest rate between two whole numbers: not clean
+        v, c, d = loops(lambda n: 2.5 if n <= 16 else 1.27)
+        self.assertIn("loop_taken_per_cycle", d["looked_up"])
 
     def test_zen5_is_in_the_tables(self):
         cpuid = {"vendor": "AuthenticAMD", "family": 0x1A, "model": 0x02, "stepping": 1,

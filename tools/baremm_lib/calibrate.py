@@ -26,11 +26,14 @@ NATIVE_SRC = "tools/native/calibrate.c"
 NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h")
 NATIVE_BIN = "build/tools/calibrate"
 HOST_NAME = runner.HOST_PROFILE
-RAW_SCHEMA = "baremm-calibrate-raw/4"
-# raw/4 adds the page copies from the L2 (rep.movs_4k_l2); before it, rep_fill_line is
-# looked up. raw/2 and raw/3 differ only by the taken-branch loop (core.taken), which the
-# derivation looks for itself: without it its key is looked up.
-RAW_SCHEMAS = ("baremm-calibrate-raw/2", "baremm-calibrate-raw/3", RAW_SCHEMA)
+RAW_SCHEMA = "baremm-calibrate-raw/5"
+# raw/5 adds the taken branches of small loops (core.taken_loops); before it, loop_branches
+# and loop_taken_per_cycle are looked up. raw/4 adds the page copies from the L2
+# (rep.movs_4k_l2); before it, rep_fill_line is looked up. raw/2 and raw/3 differ only by
+# the taken-branch loop (core.taken), which the derivation looks for itself: without it its
+# key is looked up.
+RAW_SCHEMAS = ("baremm-calibrate-raw/2", "baremm-calibrate-raw/3", "baremm-calibrate-raw/4",
+               RAW_SCHEMA)
 OUT_SCHEMA = "baremm-calibrate/1"
 
 # Every key of model/profile.c's table, in its order (the parser rejects a missing one).
@@ -46,7 +49,7 @@ PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
              "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
-             "taken_per_cycle", "rep_fill_line")
+             "taken_per_cycle", "rep_fill_line", "loop_branches", "loop_taken_per_cycle")
 
 KEYS = PARSER_KEYS + CORE_KEYS
 
@@ -169,6 +172,9 @@ _SKYLAKE_CORE = {
                                 "1-2 cycles, at most one taken branch per cycle")),
     "rep_fill_line": (1, _src(_INTEL_OPT + ", Skylake-SP cache table: L2 peak bandwidth 64 "
                               "bytes per cycle into the L1d, one 64-byte line per cycle")),
+    "loop_branches": (0, _src("no figure published for a loop rate above the general one (Intel 248966 and Agner Fog give one taken branch per cycle), so none is assumed")),
+    "loop_taken_per_cycle": (1, _src("unused while loop_branches is 0; Agner Fog's general "
+                                     "figure, one taken branch per cycle")),
 }
 
 _SUNNY_COVE_CORE = dict(_SKYLAKE_CORE, **{
@@ -258,6 +264,9 @@ _ZEN2_CORE = {
     "taken_per_cycle": (1, _src("Chips and Cheese, \"Zen 5's 2-Ahead Branch Predictor Unit\" "
                                 "(2024-07-26): the Zen cores before Zen 5 predict one taken "
                                 "branch per cycle")),
+    "loop_branches": (0, _src("no figure published for a loop rate above the general one (AMD's guides and Agner Fog give one taken branch per cycle), so none is assumed")),
+    "loop_taken_per_cycle": (1, _src("unused while loop_branches is 0; Agner Fog's general "
+                                     "figure, one taken branch per cycle")),
 }
 
 _ZEN3_CORE = dict(_ZEN2_CORE, **{
@@ -464,6 +473,48 @@ def _fmt_curve(xs, ys, prec=0):
     return " ".join("%s:%.*f" % (x, prec, y) for x, y in zip(xs, ys))
 
 
+# A small loop counts as replayed by the front end when its taken branches run at least
+# this many times faster than the 33 of the general taken-branch loop.
+LOOP_RATE_MIN = 1.25
+
+
+def derive_loop_taken(raw, tl, general, d, measured, lookup):
+    """loop_branches and loop_taken_per_cycle from loops of 2-28 taken branches an
+    iteration (core.taken_loops): the fastest rate, rounded, if at least LOOP_RATE_MIN x the
+    general one; the largest loop still above the midpoint of the two rates, if a larger
+    one falls below it. No loop that fast: loop_branches 0 (no loop rule)."""
+    sizes = tl["branches_per_iter"]
+    per = [spread(cycles(raw, [row[i] for row in tl["ticks"]]))[0] for i in range(len(sizes))]
+    rates = [1.0 / x if x > 0 else 0.0 for x in per]
+    curve = " ".join("%d:%.2f" % (n, r) for n, r in zip(sizes, rates))
+    best = max(rates)
+    d["taken_loops"] = {"sizes": sizes, "rates": rates, "general": general}
+    text = ("loops of k always-taken jae (each to the next 16-byte block) and the loop branch, "
+            "best round, taken per cycle by taken branches an iteration %s; the 33 of the "
+            "general loop %.2f" % (curve, general))
+    if best < LOOP_RATE_MIN * general:
+        measured("loop_branches", 0, text + ": no small loop runs %.2fx faster, so no loop "
+                 "rule" % LOOP_RATE_MIN)
+        measured("loop_taken_per_cycle", 1, "unused while loop_branches is 0")
+        return
+    n = int(round(best))
+    mid = (best + general) / 2
+    inside = [s for s, r in zip(sizes, rates) if r >= mid]
+    last = max(inside)
+    falls = any(r < mid for s, r in zip(sizes, rates) if s > last)
+    if not (n >= 1 and abs(best - n) <= TAKEN_TOLERANCE * n) or not falls:
+        why = ("the fastest rate %.2f is not within %d%% of a whole number" % (
+            best, 100 * TAKEN_TOLERANCE) if falls else
+            "the rate does not fall below the midpoint within the largest loop")
+        for k in ("loop_branches", "loop_taken_per_cycle"):
+            lookup(k, "the measurement is not clean (%s), so the table's value: %s"
+                   % (why, text), "measurement not clean")
+        return
+    measured("loop_taken_per_cycle", n, text + "; the fastest, %.2f, rounded" % best)
+    measured("loop_branches", last, text + "; the largest loop at or above the midpoint "
+             "(%.2f) of the two rates" % mid)
+
+
 def derive_core(raw, cpuid):
     """(values, comments, derivation) of CORE_KEYS. Each key is MEASURED where the native
     measurement is clean, else LOOKED UP in CORE_CPUS; UnknownCpu when a key must be
@@ -648,6 +699,15 @@ def derive_core(raw, cpuid):
     else:
         lookup("taken_per_cycle", "not measured (raw figures of %s, before the taken-branch "
                "loop)" % raw.get("schema"), "not measured")
+
+    # taken branches in small loops
+    tl = core.get("taken_loops")
+    if tl and tk:
+        derive_loop_taken(raw, tl, d["taken"]["rate"], d, measured, lookup)
+    else:
+        for k in ("loop_branches", "loop_taken_per_cycle"):
+            lookup(k, "not measured (raw figures of %s, before the small taken-branch loops)"
+                   % raw.get("schema"), "not measured")
 
     if need and not entry:
         raise UnknownCpu(

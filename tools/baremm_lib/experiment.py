@@ -288,9 +288,10 @@ EXPERIMENTS = {
                        "page cache lines bouncing between cores) exists only in the cross-CPU "
                        "model; one CPU shows the per-page work alone. The out-of-order core "
                        "overlaps the loop's independent frees only within its reorder window "
-                       "(the profile's rob_size), and it has no micro-op cache or loop "
-                       "buffer: a small loop's taken branches are held to the profile's "
-                       "taken_per_cycle.",
+                       "(the profile's rob_size), and its front end is only the dispatch "
+                       "width and the taken-branch rates (taken_per_cycle; "
+                       "loop_taken_per_cycle in loops of at most loop_branches taken "
+                       "branches): no micro-op cache or decoders.",
         key_events=("pt_alloc", "pt_free", "ptfree_bulk", "free_pcp", "free_bulk",
                     "zone_lock", "flush_req", "full_flush"),
         icount_extra="bench_cpus=1",
@@ -389,10 +390,12 @@ EXPERIMENTS = {
                    "and blocking, every branch predicted and every store priced like a load.",
         model_note_ooo="the out-of-order core predicts branches (a TAGE predictor, the "
                        "profile's mispredict penalty) and buffers stores, the two effects the "
-                       "thread names for its fewer cycles at more instructions; it has no "
-                       "front end beyond the dispatch width and the taken-branch rate (no "
-                       "micro-op cache, decoders or loop buffer), and across CPUs the zone "
-                       "lock's cache line moves as the cross-CPU model prices it.",
+                       "thread names for its fewer cycles at more instructions; its front "
+                       "end is only the dispatch width and the taken-branch rates "
+                       "(taken_per_cycle; loop_taken_per_cycle in loops of at most "
+                       "loop_branches taken branches), with no micro-op cache or decoders, "
+                       "and across CPUs the zone lock's cache line moves as the cross-CPU "
+                       "model prices it.",
         key_events=("alloc_pcp", "free_pcp", "pcp_refill", "free_bulk", "pb_lookup",
                     "zone_lock", "zone_contended"),
         icount_extra="bench_cpus=1",
