@@ -41,3 +41,27 @@ class RunQemuTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NewDirTest(unittest.TestCase):
+    def test_same_name_at_once_never_shares_a_directory(self):
+        import shutil
+        import threading
+        base = tempfile.mkdtemp(prefix="newdir-")
+        try:
+            got, lock = [], threading.Lock()
+
+            def make():
+                d = runner.new_dir(base, "experiment-004-20261203-135924")
+                with lock:
+                    got.append(d)
+            ts = [threading.Thread(target=make) for _ in range(8)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(len(set(got)), 8)
+            self.assertIn(os.path.join(base, "experiment-004-20261203-135924"), got)
+            self.assertIn(os.path.join(base, "experiment-004-20261203-135924-8"), got)
+        finally:
+            shutil.rmtree(base)

@@ -460,14 +460,17 @@ def timestamp():
 
 
 def new_dir(base, name):
+    """A new directory base/name, else base/name-2, -3, ...: created, not just looked for,
+    so two tools started in the same second (names from timestamp()) never share one."""
     os.makedirs(base, exist_ok=True)
-    d = os.path.join(base, name)
-    i = 2
-    while os.path.exists(d):
-        d = os.path.join(base, "%s-%d" % (name, i))
-        i += 1
-    os.makedirs(d)
-    return d
+    d, i = os.path.join(base, name), 2
+    while True:
+        try:
+            os.mkdir(d)
+            return d
+        except FileExistsError:
+            d = os.path.join(base, "%s-%d" % (name, i))
+            i += 1
 
 
 def boot(cfg, outdir, echo=None, iso=None, name="run"):
