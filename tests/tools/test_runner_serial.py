@@ -39,9 +39,6 @@ class RunQemuTest(unittest.TestCase):
                 self.assertEqual(f.read(), "baremm started\n")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class NewDirTest(unittest.TestCase):
     def test_same_name_at_once_never_shares_a_directory(self):
@@ -65,3 +62,7 @@ class NewDirTest(unittest.TestCase):
             self.assertIn(os.path.join(base, "experiment-004-20261203-135924-8"), got)
         finally:
             shutil.rmtree(base)
+
+
+if __name__ == "__main__":
+    unittest.main()
