@@ -304,43 +304,14 @@ WIDTH_LOOP(width_add, ".rept 8\n\t" ADD12 ".endr\n\t")
 WIDTH_LOOP(width_xor, ".rept 8\n\t" XOR12 ".endr\n\t")
 
 /*
- * Taken-branch throughput: a loop of TAKEN_N conditional branches, each always taken over
- * one nop to the next 16-byte-aligned block (so no fetch block holds two of them), plus
- * the taken loop branch. With enough width left over, what bounds it is how many taken
- * branches the front end follows per cycle.
+ * Taken-branch throughput: loops of k conditional branches, each always taken over one nop
+ * to the next 16-byte-aligned block (so no fetch block holds two of them), plus the taken
+ * loop branch (k + 1 taken branches an iteration). With enough width left over, what bounds
+ * them is how many taken branches the front end follows per cycle: TAKEN_N of them give the
+ * general rate; the small ones show whether the front end replays small loops (a loop
+ * buffer, a zero-bubble BTB) faster, and up to which size.
  */
 #define TAKEN_N 32
-static uint64_t taken_loop(uint64_t iters)
-{
-	uint64_t five = 5;
-	uint64_t t0 = native_tsc();
-	__asm__ __volatile__(".p2align 6\n1:\n\t"
-			     ".rept 32\n\tcmp $1, %1\n\tjae 2f\n\tnop\n\t.p2align 4\n2:\n\t.endr\n\t"
-			     "dec %0\n\tjnz 1b"
-			     : "+r"(iters)
-			     : "r"(five)
-			     : "cc");
-	return native_tsc() - t0;
-}
-
-/* Ticks per taken branch, best of @samples runs of @iters iterations. */
-static double taken_sample(uint64_t iters, int samples)
-{
-	uint64_t best = ~0ull;
-	taken_loop(iters / 8 + 1);
-	for (int s = 0; s < samples; s++) {
-		uint64_t t = taken_loop(iters);
-		best = t < best ? t : best;
-	}
-	return (double)best / (double)(iters * (TAKEN_N + 1));
-}
-
-/*
- * Taken branches in small loops: the same always-taken jae, k of them in a loop with its
- * taken loop branch (k + 1 taken branches an iteration). A front end that replays small
- * loops (a loop buffer, a zero-bubble BTB) follows more taken branches per cycle in them
- * than in the 33 of taken_loop; past its capacity the rate falls to that one.
- */
 #define TAKEN_LOOP(k)                                                                        \
 	static uint64_t taken_loop_##k(uint64_t iters)                                       \
 	{                                                                                    \
@@ -354,6 +325,7 @@ static double taken_sample(uint64_t iters, int samples)
 				     : "cc");                                                \
 		return native_tsc() - t0;                                                    \
 	}
+TAKEN_LOOP(32)
 TAKEN_LOOP(1) TAKEN_LOOP(3) TAKEN_LOOP(5) TAKEN_LOOP(7) TAKEN_LOOP(9) TAKEN_LOOP(11)
 TAKEN_LOOP(13) TAKEN_LOOP(15) TAKEN_LOOP(17) TAKEN_LOOP(19) TAKEN_LOOP(23) TAKEN_LOOP(27)
 static uint64_t (*const taken_loop_fn[])(uint64_t) = {
@@ -363,16 +335,17 @@ static uint64_t (*const taken_loop_fn[])(uint64_t) = {
 static const int taken_loop_k[] = { 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 23, 27 };
 #define NTAKEN_LOOPS ((int)(sizeof(taken_loop_k) / sizeof(taken_loop_k[0])))
 
-/* Ticks per taken branch of taken_loop_fn[i], best of @samples runs of @iters iterations. */
-static double taken_loop_sample(int i, uint64_t iters, int samples)
+/* Ticks per taken branch of @fn (k taken branches and the loop branch an iteration), best
+ * of @samples runs of @iters iterations after a short warm-up run. */
+static double taken_sample(uint64_t (*fn)(uint64_t), int k, uint64_t iters, int samples)
 {
 	uint64_t best = ~0ull;
-	taken_loop_fn[i](iters / 8 + 1);
+	fn(iters / 8 + 1);
 	for (int s = 0; s < samples; s++) {
-		uint64_t t = taken_loop_fn[i](iters);
+		uint64_t t = fn(iters);
 		best = t < best ? t : best;
 	}
-	return (double)best / (double)(iters * (uint64_t)(taken_loop_k[i] + 1));
+	return (double)best / (double)(iters * (uint64_t)(k + 1));
 }
 
 /* Ticks per slot of a width loop, best of @samples runs of @iters iterations. */
@@ -1131,10 +1104,10 @@ int main(int argc, char **argv)
 		c2c[r] = ncpu >= 2 ? c2c_roundtrip(1, C2C_BATCH, quick ? 5 : 20) : -1;
 		for (int i = 0; i < NWIDTH; i++)
 			width[i][r] = width_sample(width_fn[i], 1 << 12, 5);
-		taken[r] = taken_sample(1 << 16, 5);
+		taken[r] = taken_sample(taken_loop_32, TAKEN_N, 1 << 16, 5);
 		tloops[r] = calloc(NTAKEN_LOOPS, sizeof(double));
 		for (int i = 0; i < NTAKEN_LOOPS; i++)
-			tloops[r][i] = taken_loop_sample(i, 1 << 15, 5);
+			tloops[r][i] = taken_sample(taken_loop_fn[i], taken_loop_k[i], 1 << 15, 5);
 		for (int i = 0; i < NLAT; i++)
 			lat[i][r] = best_of(lat_fn[i], 1 << 14, 5, ovh[r]);
 		for (int k = 0; k < WONG_KINDS; k++) {
