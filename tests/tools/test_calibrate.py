@@ -308,6 +308,9 @@ class DeriveTest(unittest.TestCase):
         pub = [h for h in header if h.startswith("Published values")][0]
         self.assertIn("CPUID reports family 0x6 model 0xa7; identified by --cpuid-as as "
                       "family 0x6 model 0xad", pub)
+        # what remodel reads back from a recorded profile (panel.complete_host_profile)
+        self.assertEqual(calibrate.cpuid_as_in_profile(pub), (6, 0xAD))
+        self.assertIsNone(calibrate.cpuid_as_in_profile("# Published values: CPUID names"))
         self.assertEqual(d["core"]["core_table"], "Granite Rapids (Redwood Cove cores)")
         # the raw figures themselves are not rewritten
         self.assertEqual(raw["cpuid"]["model"], 0xA7)

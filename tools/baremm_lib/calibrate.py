@@ -879,6 +879,18 @@ def parse_cpuid_as(text):
     return fam, model
 
 
+# How a profile's header names the CPU --cpuid-as chose (cpuid_identity writes it,
+# cpuid_as_in_profile reads it back from a recorded profile).
+CPUID_AS_NOTE = "identified by --cpuid-as as family 0x%x model 0x%x"
+_CPUID_AS_RE = re.compile(CPUID_AS_NOTE.replace("%x", "([0-9a-f]+)"))
+
+
+def cpuid_as_in_profile(text):
+    """(family, model) a profile's header says --cpuid-as named, else None."""
+    m = _CPUID_AS_RE.search(text)
+    return (int(m.group(1), 16), int(m.group(2), 16)) if m else None
+
+
 def cpuid_identity(raw):
     """(cpuid dict the derivation uses, note or None). raw["cpuid_as"] (from --cpuid-as)
     replaces the family and model CPUID reported, for a hypervisor that masks the
@@ -887,9 +899,9 @@ def cpuid_identity(raw):
     alias = raw.get("cpuid_as")
     if not alias:
         return cpuid, None
-    note = ("CPUID reports family 0x%x model 0x%x; identified by --cpuid-as as family 0x%x "
-            "model 0x%x" % (cpuid.get("family", 0), cpuid.get("model", 0),
-                            alias["family"], alias["model"]))
+    note = ("CPUID reports family 0x%x model 0x%x; " % (cpuid.get("family", 0),
+                                                        cpuid.get("model", 0))
+            + CPUID_AS_NOTE % (alias["family"], alias["model"]))
     return dict(cpuid, family=alias["family"], model=alias["model"]), note
 
 

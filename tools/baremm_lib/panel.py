@@ -697,11 +697,9 @@ def complete_host_profile(text, cpu):
     except (IndexError, ValueError):
         raise PanelError("the recorded host profile lacks %s and names no CPU (%r)"
                          % (", ".join(missing), cpu))
-    # a calibration told what the silicon is (--cpuid-as) says so in its header
-    alias = re.search(r"identified by --cpuid-as as family 0x([0-9a-f]+) model 0x([0-9a-f]+)",
-                      text)
+    alias = calibrate.cpuid_as_in_profile(text)     # the silicon named by --cpuid-as
     if alias:
-        cpuid.update(family=int(alias.group(1), 16), model=int(alias.group(2), 16))
+        cpuid.update(family=alias[0], model=alias[1])
     entry = calibrate.core_cpu(cpuid)
     bad = [k for k in missing if k not in calibrate.CORE_KEYS or entry is None]
     if bad:
