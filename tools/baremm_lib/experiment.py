@@ -263,6 +263,14 @@ def exercised_002(evs):
     return "What the timed fork+exit exercised: %s." % what
 
 
+# Shared by the seeds' model notes (Experiment.model_note, model_note_ooo).
+_CONTAINERS = ("contention between the 30 containers' CPUs (zone-lock and struct page cache "
+               "lines bouncing between cores) exists only in the cross-CPU model; one CPU "
+               "shows the per-page work alone")
+_OOO_FRONT_END = ("its front end is only the dispatch width and the taken-branch rates "
+                  "(taken_per_cycle; loop_taken_per_cycle in loops of at most loop_branches "
+                  "taken branches), with no micro-op cache or decoders")
+
 EXPERIMENTS = {
     "000": Experiment(
         "000", "page-table pages freed one by one vs in one bulk pass",
@@ -280,18 +288,11 @@ EXPERIMENTS = {
                            ("sparse_munmap gib=1,slot=0", "pt_alloc")),
                           "Linux: one fork+exit of a tiny process plus, per table page of "
                           "ours, one table built by a read fault and freed by munmap"),
-        model_note="contention between the 30 containers' CPUs (zone-lock and struct page "
-                   "cache lines bouncing between cores) exists only in the cross-CPU model; "
-                   "one CPU shows the per-page work alone, and the in-order model gives the "
-                   "loop's independent frees no overlap.",
-        model_note_ooo="contention between the 30 containers' CPUs (zone-lock and struct "
-                       "page cache lines bouncing between cores) exists only in the cross-CPU "
-                       "model; one CPU shows the per-page work alone. The out-of-order core "
-                       "overlaps the loop's independent frees only within its reorder window "
-                       "(the profile's rob_size), and its front end is only the dispatch "
-                       "width and the taken-branch rates (taken_per_cycle; "
-                       "loop_taken_per_cycle in loops of at most loop_branches taken "
-                       "branches): no micro-op cache or decoders.",
+        model_note=_CONTAINERS + ", and the in-order model gives the loop's independent "
+                   "frees no overlap.",
+        model_note_ooo=_CONTAINERS + ". The out-of-order core overlaps the loop's "
+                       "independent frees only within its reorder window (the profile's "
+                       "rob_size), and " + _OOO_FRONT_END + ".",
         key_events=("pt_alloc", "pt_free", "ptfree_bulk", "free_pcp", "free_bulk",
                     "zone_lock", "flush_req", "full_flush"),
         icount_extra="bench_cpus=1",
@@ -390,12 +391,9 @@ EXPERIMENTS = {
                    "and blocking, every branch predicted and every store priced like a load.",
         model_note_ooo="the out-of-order core predicts branches (a TAGE predictor, the "
                        "profile's mispredict penalty) and buffers stores, the two effects the "
-                       "thread names for its fewer cycles at more instructions; its front "
-                       "end is only the dispatch width and the taken-branch rates "
-                       "(taken_per_cycle; loop_taken_per_cycle in loops of at most "
-                       "loop_branches taken branches), with no micro-op cache or decoders, "
-                       "and across CPUs the zone lock's cache line moves as the cross-CPU "
-                       "model prices it.",
+                       "thread names for its fewer cycles at more instructions; "
+                       + _OOO_FRONT_END + ", and across CPUs the zone lock's cache line "
+                       "moves as the cross-CPU model prices it.",
         key_events=("alloc_pcp", "free_pcp", "pcp_refill", "free_bulk", "pb_lookup",
                     "zone_lock", "zone_contended"),
         icount_extra="bench_cpus=1",

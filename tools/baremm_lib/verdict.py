@@ -376,8 +376,9 @@ def model_note(exp, model_args=""):
     """What the cost model leaves out that matters to exp, for the core that priced the
     figures: exp.model_note_ooo under core=ooo when the experiment has one (the in-order
     note would name mechanisms that core does model), else exp.model_note."""
-    ooo = getattr(exp, "model_note_ooo", "")
-    return ooo if ooo and runner.core_ooo(model_args) else exp.model_note
+    if exp.model_note_ooo and runner.core_ooo(model_args):
+        return exp.model_note_ooo
+    return exp.model_note
 
 
 def prose(exp, groups, icount, agree, claims_out, linux_out, model=None, model_args=""):
