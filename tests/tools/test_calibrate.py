@@ -605,19 +605,25 @@ class CoreDerivationTest(unittest.TestCase):
         finally:
             shutil.rmtree(tmp)
 
+    def main_args(self, tmp):
+        """calibrate.main's arguments for --raw of the recorded figures with a CPUID model
+        (0x01) the core table lacks, written into @tmp."""
+        raw = recorded()
+        raw["cpuid"]["model"] = 0x01
+        path = os.path.join(tmp, "raw.json")
+        with open(path, "w") as f:
+            json.dump(raw, f)
+
+        class A:
+            pass
+        a = A()
+        a.out, a.raw, a.rounds, a.quick = os.path.join(tmp, "out"), path, 1, False
+        return a
+
     def test_cpuid_as_on_the_command(self):
         tmp = tempfile.mkdtemp(prefix="calib-as-")
         try:
-            raw = recorded()
-            raw["cpuid"]["model"] = 0x01
-            path = os.path.join(tmp, "raw.json")
-            with open(path, "w") as f:
-                json.dump(raw, f)
-
-            class A:
-                pass
-            a = A()
-            a.out, a.raw, a.rounds, a.quick = os.path.join(tmp, "out"), path, 1, False
+            a = self.main_args(tmp)
             import io
             import contextlib
             a.cpuid_as = "6:zz"
@@ -640,16 +646,7 @@ class CoreDerivationTest(unittest.TestCase):
     def test_unknown_cpu_exit_status(self):
         tmp = tempfile.mkdtemp(prefix="calib-unk-")
         try:
-            raw = recorded()
-            raw["cpuid"]["model"] = 0x01
-            path = os.path.join(tmp, "raw.json")
-            with open(path, "w") as f:
-                json.dump(raw, f)
-
-            class A:
-                pass
-            a = A()
-            a.out, a.raw, a.rounds, a.quick = os.path.join(tmp, "out"), path, 1, False
+            a = self.main_args(tmp)
             import io
             import contextlib
             with contextlib.redirect_stderr(io.StringIO()) as e:
