@@ -77,7 +77,8 @@ struct vcpu {
 	const void *rep_insn;
 	u64 rep_mark;
 	struct rep_filter rep;
-	u64 rep_stored, rep_read, rep_filled;	/* distinct lines of this execution */
+	u64 rep_stored, rep_read;	/* distinct lines of this execution */
+	u64 rep_fill_x100;	/* the fill prices of its lines (rep_fill_x100()) */
 	u64 rep_priced;		/* cycles charged for its stream so far */
 	/* paging state */
 	bool cr3_known, cr4_known, cr0_known;
@@ -572,7 +573,7 @@ static void rep_exec_cb(unsigned vi, void *ud)
 		v->a.rep_execs++;
 		v->a.ev[EV_INSNS]++;
 		rep_filter_reset(&v->rep);
-		v->rep_stored = v->rep_read = v->rep_filled = v->rep_priced = 0;
+		v->rep_stored = v->rep_read = v->rep_fill_x100 = v->rep_priced = 0;
 	}
 }
 
@@ -600,17 +601,14 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 	u64 t = translate(v, vi, va);
 	bool store = qemu_plugin_mem_is_store(info);
 	u64 lat = data_line(v, vi, line, store, true, false);
-	u64 r = 0;
-	if (lat >= P.mem_lat)
-		r = P.rep_mem_line;
-	else if (lat > P.l1d_lat)
-		v->rep_filled++;	/* from the L2, the LLC or another CPU's cache */
+	u64 r = lat >= P.mem_lat ? P.rep_mem_line : 0;
+	v->rep_fill_x100 += rep_fill_x100(&P, lat, store);
 	if (store)
 		v->rep_stored++;
 	else
 		v->rep_read++;
 	u64 lines = v->rep_stored > v->rep_read ? v->rep_stored : v->rep_read;
-	u64 price = rep_stream_x100(lines, v->rep_filled, P.rep_store_line_x100, P.rep_fill_line_x100) / 100;
+	u64 price = rep_stream_x100(lines, v->rep_fill_x100, P.rep_store_line_x100) / 100;
 	r += price - v->rep_priced;	/* the price only grows: lines and fills only grow */
 	v->rep_priced = price;
 	v->a.ev[EV_CYC_TLB] += t;

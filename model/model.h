@@ -38,9 +38,11 @@ struct profile {
 	u64 atomic, serialise, cpuid, wrmsr, mov_cr, invlpg, fence;
 	u64 irq_roundtrip, ipi_latency, pause, hlt;
 	/* rep strings, per distinct line of one execution (rep_stream_x100()): FX prices of
-	 * a line stored and of a line filled into the L1d from the L2 or LLC; cycles added
-	 * per line from memory */
-	u64 rep_store_line_x100, rep_fill_line_x100, rep_mem_line;
+	 * a line stored, of a line filled into the L1d from the L2 for a store (fill) or for
+	 * a read alone (read), and the same two from the LLC or another CPU's cache; cycles
+	 * added per line from memory */
+	u64 rep_store_line_x100, rep_fill_line_x100, rep_read_line_x100;
+	u64 rep_llc_line_x100, rep_llc_read_line_x100, rep_mem_line;
 	/* across CPUs: a line another CPU holds modified, within a socket and across sockets;
 	 * CPU n sits on socket (n / cores_per_socket) % sockets */
 	u64 c2c_lat, c2c_remote_lat, sockets, cores_per_socket;
@@ -193,16 +195,29 @@ static inline void rep_filter_reset(struct rep_filter *f)
 	f->mru = 0;
 }
 
+/* The fill price, x100, of one line of a rep string execution that the cache hierarchy
+ * served in @lat cycles: 0 from the L1d or from memory (priced on top, rep_mem_line), else
+ * by where it came from (the L2, or the LLC and another CPU's cache beyond it) and whether
+ * the string stores to it (a store's fill also writes a dirty L1d victim back: it costs
+ * more than a read's). */
+static inline u64 rep_fill_x100(const struct profile *p, u64 lat, bool store)
+{
+	if (lat <= p->l1d_lat || lat >= p->mem_lat)
+		return 0;
+	if (lat <= p->l2_lat)
+		return store ? p->rep_fill_line_x100 : p->rep_read_line_x100;
+	return store ? p->rep_llc_line_x100 : p->rep_llc_read_line_x100;
+}
+
 /* The price, x100, of the lines one rep string execution has streamed so far: @lines
  * the larger of its distinct lines written and read (a copy writes as many as it reads;
- * cmps/scas/lods write none), @filled those of its lines, read or written, that came
- * into the L1d from the L2 or LLC. The store stream and the fill path run at once, so the
- * slower of the two bounds the stream; lines from memory are priced on top
- * (rep_mem_line), one by one. */
-static inline u64 rep_stream_x100(u64 lines, u64 filled, u64 store_x100, u64 fill_x100)
+ * cmps/scas/lods write none), @fill_x100 the sum of its lines' fill prices
+ * (rep_fill_x100()). The store stream and the fill path run at once, so the slower of the
+ * two bounds the stream; lines from memory are priced on top (rep_mem_line), one by one. */
+static inline u64 rep_stream_x100(u64 lines, u64 fill_x100, u64 store_x100)
 {
-	u64 s = lines * store_x100, f = filled * fill_x100;
-	return s > f ? s : f;
+	u64 s = lines * store_x100;
+	return s > fill_x100 ? s : fill_x100;
 }
 
 static inline bool rep_filter_new(struct rep_filter *f, u64 line)

@@ -38,6 +38,9 @@ static const struct pkey keys[] = {
 	K(ipi_latency, V_INT, 0, 1000000), K(pause, V_INT, 0, 100000), K(hlt, V_INT, 0, 1000000),
 	{ "rep_store_line", offsetof(struct profile, rep_store_line_x100), V_FX, 0, 10000000 },
 	{ "rep_fill_line", offsetof(struct profile, rep_fill_line_x100), V_FX, 0, 10000000 },
+	{ "rep_read_line", offsetof(struct profile, rep_read_line_x100), V_FX, 0, 10000000 },
+	{ "rep_llc_line", offsetof(struct profile, rep_llc_line_x100), V_FX, 0, 10000000 },
+	{ "rep_llc_read_line", offsetof(struct profile, rep_llc_read_line_x100), V_FX, 0, 10000000 },
 	K(rep_mem_line, V_INT, 0, 100000),
 	K(c2c_lat, V_INT, 0, 100000), K(c2c_remote_lat, V_INT, 0, 100000),
 	K(sockets, V_INT, 1, 256), K(cores_per_socket, V_INT, 1, 4096),
@@ -216,7 +219,8 @@ int profile_describe(const struct profile *p, char *buf, size_t len)
 			"llc=%llu/%llu/%llu mem=%llu dtlb4k=%llu/%llu dtlb2m=%llu/%llu stlb=%llu/%llu/%llu "
 			"walk=%llu atomic=%llu serialise=%llu cpuid=%llu wrmsr=%llu mov_cr=%llu invlpg=%llu "
 			"fence=%llu irq=%llu ipi=%llu pause=%llu hlt=%llu rep_store_line=%llu.%02llu "
-			"rep_fill_line=%llu.%02llu rep_mem_line=%llu "
+			"rep_fill_line=%llu.%02llu rep_read_line=%llu.%02llu rep_llc_line=%llu.%02llu "
+			"rep_llc_read_line=%llu.%02llu rep_mem_line=%llu "
 			"c2c=%llu c2c_remote=%llu sockets=%llux%llu",
 			p->name, (unsigned long long)(p->ghz_x100 / 100), (unsigned long long)(p->ghz_x100 % 100),
 			(unsigned long long)(p->base_cpi_x100 / 100), (unsigned long long)(p->base_cpi_x100 % 100),
@@ -234,6 +238,10 @@ int profile_describe(const struct profile *p, char *buf, size_t len)
 			(unsigned long long)p->pause, (unsigned long long)p->hlt,
 			(unsigned long long)(p->rep_store_line_x100 / 100), (unsigned long long)(p->rep_store_line_x100 % 100),
 			(unsigned long long)(p->rep_fill_line_x100 / 100), (unsigned long long)(p->rep_fill_line_x100 % 100),
+			(unsigned long long)(p->rep_read_line_x100 / 100), (unsigned long long)(p->rep_read_line_x100 % 100),
+			(unsigned long long)(p->rep_llc_line_x100 / 100), (unsigned long long)(p->rep_llc_line_x100 % 100),
+			(unsigned long long)(p->rep_llc_read_line_x100 / 100),
+			(unsigned long long)(p->rep_llc_read_line_x100 % 100),
 			(unsigned long long)p->rep_mem_line, (unsigned long long)p->c2c_lat,
 			(unsigned long long)p->c2c_remote_lat, (unsigned long long)p->sockets,
 			(unsigned long long)p->cores_per_socket);

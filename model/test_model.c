@@ -214,20 +214,56 @@ HTEST(rep_string_counts_lines)
 }
 
 /* A copy of a page within the L1d is bound by its 64 stored lines; the same copy with
- * both streams from the L2 by its 128 fills when a fill costs more than half a store;
- * the price never falls as lines come in. */
+ * both streams from the L2 by its fills when they cost more than its stores; the price
+ * never falls as lines come in. */
 HTEST(rep_stream_is_bound_by_stores_or_fills)
 {
-	HT_EXPECT_EQ(rep_stream_x100(64, 0, 172, 200), 64 * 172);
-	HT_EXPECT_EQ(rep_stream_x100(64, 128, 172, 200), 128 * 200);
-	HT_EXPECT_EQ(rep_stream_x100(64, 128, 230, 90), 64 * 230);
-	HT_EXPECT_EQ(rep_stream_x100(64, 128, 0, 0), 0);
+	HT_EXPECT_EQ(rep_stream_x100(64, 0, 172), 64 * 172);
+	HT_EXPECT_EQ(rep_stream_x100(64, 64 * 400 + 64 * 90, 172), 64 * 400 + 64 * 90);
+	HT_EXPECT_EQ(rep_stream_x100(64, 128 * 90, 230), 64 * 230);
+	HT_EXPECT_EQ(rep_stream_x100(64, 0, 0), 0);
 	u64 last = 0;
 	for (u64 n = 1; n <= 64; n++) {
-		u64 a = rep_stream_x100(n, 2 * n - 1, 230, 120), b = rep_stream_x100(n, 2 * n, 230, 120);
+		u64 a = rep_stream_x100(n, (2 * n - 1) * 120, 230), b = rep_stream_x100(n, 2 * n * 120, 230);
 		HT_EXPECT(a >= last && b >= a);
 		last = b;
 	}
+}
+
+/* A line's fill price follows where the hierarchy served it from (its latency) and
+ * whether the string stores to it: the L1d and memory add no fill (memory is priced on
+ * top), the L2 and the LLC (or another CPU's cache, beyond the L2's latency) have a price
+ * for a store and one for a read each. */
+HTEST(rep_fill_price_by_level_and_kind)
+{
+	struct profile p = { 0 };
+	p.l1d_lat = 5;
+	p.l2_lat = 16;
+	p.llc_lat = 80;
+	p.c2c_lat = 120;
+	p.mem_lat = 300;
+	p.rep_fill_line_x100 = 401;
+	p.rep_read_line_x100 = 88;
+	p.rep_llc_line_x100 = 810;
+	p.rep_llc_read_line_x100 = 706;
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.l1d_lat, true), 0);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.l1d_lat, false), 0);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.l2_lat, true), 401);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.l2_lat, false), 88);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.llc_lat, true), 810);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.llc_lat, false), 706);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.c2c_lat, true), 810);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.mem_lat, true), 0);
+	HT_EXPECT_EQ(rep_fill_x100(&p, p.mem_lat + 50, false), 0);
+	/* a page cleared from the L2 is bound by its fills, copied from the L2 by its
+	 * stored lines' fills plus its read lines' */
+	u64 clear = 0, copy = 0;
+	for (int i = 0; i < 64; i++) {
+		clear += rep_fill_x100(&p, p.l2_lat, true);
+		copy += rep_fill_x100(&p, p.l2_lat, true) + rep_fill_x100(&p, p.l2_lat, false);
+	}
+	HT_EXPECT_EQ(rep_stream_x100(64, clear, 104), 64 * 401);
+	HT_EXPECT_EQ(rep_stream_x100(64, copy, 104), 64 * (401 + 88));
 }
 
 /* ---- decoder ---- */
@@ -636,7 +672,8 @@ static const char good[] =
 	"stlb_entries = 1536\nstlb_ways = 12\nstlb_lat = 9\nwalk_overhead = 10\n"
 	"atomic = 18\nserialise = 100\ncpuid = 100\nwrmsr = 150\nmov_cr = 200\ninvlpg = 200\n"
 	"fence = 33\nirq_roundtrip = 1000\nipi_latency = 2000\npause = 140\nhlt = 100\n"
-	"rep_store_line = 1.72\nrep_fill_line = 2\nrep_mem_line = 13\n"
+	"rep_store_line = 1.72\nrep_fill_line = 2\nrep_read_line = 0.5\nrep_llc_line = 4\n"
+	"rep_llc_read_line = 3.5\nrep_mem_line = 13\n"
 	"c2c_lat = 125\nc2c_remote_lat = 340\nsockets = 2\ncores_per_socket = 28\n"
 	"core_width = 4\nrob_size = 224\nload_buffer = 72\nstore_buffer = 56\nfill_buffers = 12\n"
 	"mispredict = 16\nlat_imul = 3\nlat_div = 35\nlat_vec = 1\nlat_fp = 4\nlat_fpdiv = 14\n"
@@ -657,6 +694,9 @@ HTEST(profile_parses_and_rejects)
 	HT_EXPECT_EQ(p.ghz_x100, 250);
 	HT_EXPECT_EQ(p.rep_store_line_x100, 172);
 	HT_EXPECT_EQ(p.rep_fill_line_x100, 200);
+	HT_EXPECT_EQ(p.rep_read_line_x100, 50);
+	HT_EXPECT_EQ(p.rep_llc_line_x100, 400);
+	HT_EXPECT_EQ(p.rep_llc_read_line_x100, 350);
 	/* the key of a per-line-touched price the model no longer has is refused by name */
 	snprintf(buf, sizeof(buf), "%s", good);
 	char *old = strstr(buf, "rep_store_line");

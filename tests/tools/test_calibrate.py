@@ -214,6 +214,56 @@ class DeriveTest(unittest.TestCase):
         mm = cyc("movsb_64k_from_mem")
         self.assertEqual(self.v["rep_mem_line"], str(round((mm - 1024 * max(store, 1)) / 1024)))
 
+    def test_rep_series_in_one_window_give_fill_prices_by_level_and_kind(self):
+        # raw/6: a clear of 256 cycles a page from the L2 (64 dirty lines) and a copy of
+        # 352 -> rep_fill_line 4.00, rep_read_line (352 - 256) / 64 = 1.50; from the LLC a
+        # clear of 512 and a copy of 960 -> 8.00 and 7.00; rep_mem_line against max(store, 4)
+        raw = recorded()
+        cpt = raw["core_per_tsc"]
+        raw["schema"] = calibrate.RAW_SCHEMA
+        t = lambda cyc: [cyc / c for c in cpt]
+        raw["rep"] = {"form": "q", "timing": "window", "l1_repeats": 64,
+                      "movs_4k_l1": t(72), "stos_4k_l1": t(70),
+                      "movs_64k_from_mem": t(1024 * 4 + 1024 * 15), "stos_64k_to_mem": t(1024 * 20),
+                      "l2_pages": 32, "movs_4k_l2": t(352), "stos_4k_l2": t(256),
+                      "llc_pages": 256, "l2_kib_cpuid": 1024,
+                      "movs_4k_llc": t(960), "stos_4k_llc": t(512)}
+
+        def derived(r):
+            entries, _, _ = calibrate.derive(r, r["_topology"])
+            return {k: val for k, val, _ in entries}, {k: com for k, _, com in entries}
+
+        # the recorded VM's chase finds an LLC of 3070 KiB and its L2 is 2 MiB: a 2 MiB
+        # footprint is not beyond it, so the LLC prices are rep_fill_line's
+        v, c = derived(raw)
+        self.assertEqual(v["rep_store_line"], "%.2f" % ((72 + 70) / 128))
+        self.assertIn("64 of them in one window", c["rep_store_line"])
+        self.assertEqual(v["rep_fill_line"], "4.00")
+        self.assertTrue(c["rep_fill_line"].startswith("MEASURED: rep stosq of the destination"))
+        self.assertEqual(v["rep_read_line"], "1.50")
+        self.assertEqual(v["rep_mem_line"], "15")
+        for k in ("rep_llc_line", "rep_llc_read_line"):
+            self.assertEqual(v[k], "4.00", k)
+            self.assertIn("not measured: the LLC series' 2048 KiB", c[k])
+        # a footprint of 2x the L2 within the LLC (a 512 KiB L2): measured
+        for cache in raw["cpuid"]["leaf4"]:
+            if cache["level"] == 2:
+                cache["kib"] = 512
+        raw["rep"]["llc_pages"] = 128
+        v, c = derived(raw)
+        self.assertEqual((v["rep_llc_line"], v["rep_llc_read_line"]), ("8.00", "7.00"), c["rep_llc_line"])
+        self.assertIn("1024 KiB: 2.0x the L2, within llc_kib", c["rep_llc_line"])
+        # beyond the LLC the chase found: refused again
+        raw["rep"]["llc_pages"] = 4096
+        v, c = derived(raw)
+        self.assertEqual(v["rep_llc_line"], "4.00")
+        # older raw figures (each page timed alone): all three are rep_fill_line's
+        raw["rep"].pop("timing")
+        v, c = derived(raw)
+        for k in calibrate.REP_FILL_KEYS:
+            self.assertEqual(v[k], v["rep_fill_line"], k)
+            self.assertIn("before the rep series timed in one window", c[k])
+
     def test_rep_q_forms(self):
         # the measurer's q forms (as kernel/string.c runs them): a copy of 128 and a clear
         # of 96 cycles a page within L1 store 64 lines each -> (128 + 96) / 128 = 1.75

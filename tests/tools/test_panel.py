@@ -226,6 +226,25 @@ class RemodelTest(unittest.TestCase):
         full = host_profile_text()
         self.assertEqual(P.complete_host_profile(full, "GenuineIntel 6 1 1"), full)
 
+    def test_fill_prices_newer_than_the_recording_are_its_rep_fill_line(self):
+        # a calibration from before the prices by level and kind: every fill at its
+        # rep_fill_line, so the remodelled figures stay what that calibration gave
+        old = host_profile_text(drop=P.calibrate.REP_FILL_KEYS)
+        fill = P.calibrate.read_profile_text(old)["rep_fill_line"][0]
+        text = P.complete_host_profile(old, "GenuineIntel 6 1 1")     # no table lookup needed
+        prof = P.calibrate.read_profile_text(text)
+        for k in P.calibrate.REP_FILL_KEYS:
+            self.assertEqual(prof[k][0], fill, k)
+            self.assertIn("DERIVED when the model side was booted again: rep_fill_line's",
+                          prof[k][1])
+        self.assertEqual(set(prof), set(P.calibrate.KEYS))
+        # with rep_fill_line itself newer, the fills follow the table's value
+        older = host_profile_text(drop=("rep_fill_line",) + P.calibrate.REP_FILL_KEYS)
+        prof = P.calibrate.read_profile_text(P.complete_host_profile(older, "GenuineIntel 6 207 2"))
+        self.assertTrue(prof["rep_fill_line"][1].startswith("LOOKED UP"))
+        for k in P.calibrate.REP_FILL_KEYS:
+            self.assertEqual(prof[k][0], prof["rep_fill_line"][0], k)
+
     def test_a_recording_with_the_per_line_touched_rep_price_is_rewritten_from_its_figures(self):
         legacy = (
             "rep_line = 1   # measured: rep movsq and rep stosq of 4 KiB within L1, best of 20 "

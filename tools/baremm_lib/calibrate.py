@@ -26,14 +26,18 @@ NATIVE_SRC = "tools/native/calibrate.c"
 NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h")
 NATIVE_BIN = "build/tools/calibrate"
 HOST_NAME = runner.HOST_PROFILE
-RAW_SCHEMA = "baremm-calibrate-raw/5"
-# raw/5 adds the taken branches of small loops (core.taken_loops); before it, loop_branches
+RAW_SCHEMA = "baremm-calibrate-raw/6"
+# raw/6 times every rep string series in one window that ends once its stores are visible
+# (rep.timing "window"; before it each page was timed alone and its stores' drain fell
+# outside the window), clears the copy's destination (dirty lines) rather than its source,
+# and adds the series from the LLC (rep.movs_4k_llc): before it, rep_read_line,
+# rep_llc_line and rep_llc_read_line are rep_fill_line's. raw/5 adds the taken branches of small loops (core.taken_loops); before it, loop_branches
 # and loop_taken_per_cycle are looked up. raw/4 adds the page copies from the L2
 # (rep.movs_4k_l2); before it, rep_fill_line is looked up. raw/2 and raw/3 differ only by
 # the taken-branch loop (core.taken), which the derivation looks for itself: without it its
 # key is looked up.
 RAW_SCHEMAS = ("baremm-calibrate-raw/2", "baremm-calibrate-raw/3", "baremm-calibrate-raw/4",
-               RAW_SCHEMA)
+               "baremm-calibrate-raw/5", RAW_SCHEMA)
 OUT_SCHEMA = "baremm-calibrate/1"
 
 # Every key of model/profile.c's table, in its order (the parser rejects a missing one).
@@ -51,7 +55,12 @@ CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buff
              "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
              "taken_per_cycle", "rep_fill_line", "loop_branches", "loop_taken_per_cycle")
 
-KEYS = PARSER_KEYS + CORE_KEYS
+# The fill prices of a rep string's lines by where they come from and whether the string
+# stores to them (model.h, rep_fill_x100()), beside rep_fill_line (a stored line from the
+# L2): measured from the rep series, or rep_fill_line's where a recording has no series.
+REP_FILL_KEYS = ("rep_read_line", "rep_llc_line", "rep_llc_read_line")
+
+KEYS = PARSER_KEYS + CORE_KEYS + REP_FILL_KEYS
 
 # Keys user space cannot measure here: taken from the published table or a fallback
 # profile. (TLB geometry is measurable only as a cross-check: its reach, not its ways.)
@@ -397,6 +406,53 @@ def rep_store_price(copy_l1, clear_l1):
     return (copy_l1 + clear_l1) / (2 * 64)
 
 
+# The LLC series measures the LLC only when its footprint (a copy from one half of its
+# arena into the other, then a clear of both) is at least this many L2s, so that no line
+# of the stream is still in the L2, and within the capacity the chase found for the LLC.
+REP_LLC_OVER_L2 = 1.5
+
+
+def rep_fill_prices(raw, fill, l2_kib, llc_kib):
+    """{key: (value, comment)} of REP_FILL_KEYS from the rep series timed in one window:
+    a read line's price is what a copy (64 lines stored, 64 read) costs beyond a clear (64
+    stored) of the same pages, a stored line's from the LLC is the clear of a footprint
+    beyond the L2. Without the series (older raw figures) or with an LLC series that the
+    sizes do not place in the LLC, a key is rep_fill_line's (@fill), as the model priced
+    every fill before it told them apart."""
+    rep = raw.get("rep", {})
+
+    def same(keys, why):
+        return {k: ("%.2f" % fill, "%s: rep_fill_line's (%.2f), as one price for every fill"
+                    % (why, fill)) for k in keys}
+
+    if rep.get("timing") != "window" or not rep.get("movs_4k_l2"):
+        return same(REP_FILL_KEYS, "not measured (raw figures of %s, before the rep series "
+                    "timed in one window)" % raw.get("schema"))
+    copy, clear = spread(cycles(raw, rep["movs_4k_l2"])), spread(cycles(raw, rep["stos_4k_l2"]))
+    read = max(0.0, (copy[0] - clear[0]) / 64)
+    out = {"rep_read_line": ("%.2f" % read, (
+        "measured: the copy through the L2 that rep_fill_line's clear follows, %s per page, "
+        "minus that clear of its destination, %s, over the 64 source lines it only reads = "
+        "%.2f per line read" % (fmt_spread(copy), fmt_spread(clear), read)))}
+    foot = 2 * rep["llc_pages"] * 4
+    if foot < REP_LLC_OVER_L2 * l2_kib or foot > llc_kib:
+        out.update(same(("rep_llc_line", "rep_llc_read_line"), (
+            "not measured: the LLC series' %d KiB is not both at least %.1fx the L2 (%d KiB) "
+            "and within llc_kib (%d KiB)" % (foot, REP_LLC_OVER_L2, l2_kib, llc_kib))))
+        return out
+    lcopy, lclear = spread(cycles(raw, rep["movs_4k_llc"])), spread(cycles(raw, rep["stos_4k_llc"]))
+    st, rd = lclear[0] / 64, max(0.0, (lcopy[0] - lclear[0]) / 64)
+    what = ("a copy of %d pages into %d more, then a clear of all %d (%d KiB: %.1fx the L2, "
+            "within llc_kib), each series in one window, best of 4 passes per round" % (
+                rep["llc_pages"], rep["llc_pages"], 2 * rep["llc_pages"], foot, foot / l2_kib))
+    out["rep_llc_line"] = ("%.2f" % st, "measured: rep stosq in %s: %s per page, over its 64 "
+                           "lines = %.2f per line stored" % (what, fmt_spread(lclear), st))
+    out["rep_llc_read_line"] = ("%.2f" % rd, "measured: rep movsq in the same (%s): %s per "
+                                "page, minus the clear's per page, over the 64 source lines it "
+                                "only reads = %.2f per line read" % (what, fmt_spread(lcopy), rd))
+    return out
+
+
 def rep_mem_price(copy_64k_mem, store, fill):
     """rep_mem_line (unrounded) from a copy of 64 KiB whose source lines were flushed: its
     1024 destination lines stored and filled from the L2 (64 KiB is more than any L1d in
@@ -646,18 +702,32 @@ def derive_core(raw, cpuid):
 
     # the fill path from the L2 into the L1d, under a rep copy whose both streams miss it
     rep = raw.get("rep", {})
-    if rep.get("movs_4k_l2"):
+    if rep.get("movs_4k_l2") and rep.get("timing") == "window":
+        per_page = spread(cycles(raw, rep["movs_4k_l2"]))
+        per_clear = spread(cycles(raw, rep["stos_4k_l2"]))
+        fill = per_clear[0] / 64
+        measured("rep_fill_line", "%.2f" % fill, (
+            "rep stosq of the destination pages of a copy through a %d KiB source and a %d KiB "
+            "destination (more than any L1d, within any L2: every line from the L2, dirty), "
+            "the %d pages in one window, best of 8 passes per round: %s per page, over its 64 "
+            "lines = %.2f per line stored (the fill, and the dirty line the L1d writes back "
+            "for it); the copy of those pages: %s" % (
+                4 * rep["l2_pages"], 4 * rep["l2_pages"], rep["l2_pages"], fmt_spread(per_clear),
+                fill, fmt_spread(per_page))))
+    elif rep.get("movs_4k_l2"):
         per_page = spread(cycles(raw, rep["movs_4k_l2"]))
         per_clear = spread(cycles(raw, rep["stos_4k_l2"]))
         fill = per_page[0] / 128
         measured("rep_fill_line", "%.2f" % fill, (
             "rep movsq of 4 KiB pages through a %d KiB source and a %d KiB destination (both "
             "streams from the L2: more than any L1d, within any L2), best of 8 passes per "
-            "round: %s per page, over its 64 source + 64 destination lines filled = %.2f; the "
-            "model bounds a copy by the larger of its fills and its stores (rep_store_line), "
-            "so where the stores are the slower this price is not what decides it. rep stosq "
-            "of those pages: %s" % (4 * rep["l2_pages"], 4 * rep["l2_pages"], fmt_spread(per_page),
-                                    fill, fmt_spread(per_clear))))
+            "round, each page timed alone (raw figures of %s: the stores' drain partly "
+            "outside the window): %s per page, over its 64 source + 64 destination lines "
+            "filled = %.2f; the model bounds a copy by the larger of its fills and its stores "
+            "(rep_store_line), so where the stores are the slower this price is not what "
+            "decides it. rep stosq of those pages: %s" % (
+                4 * rep["l2_pages"], 4 * rep["l2_pages"], raw.get("schema"), fmt_spread(per_page),
+                fill, fmt_spread(per_clear))))
     else:
         lookup("rep_fill_line", "not measured (raw figures of %s, before the page copies from "
                "the L2)" % raw.get("schema"), "not measured")
@@ -1118,10 +1188,12 @@ def derive(raw, topology=None, root=None):
     stos = spread(cycles(raw, rep[key("stos_4k_l1")]))
     store = rep_store_price(movs[0], stos[0])
     v["rep_store_line"] = "%.2f" % store
-    c["rep_store_line"] = ("measured: %s and %s of 4 KiB within L1, best of 20 per round: %s and %s "
-                           "= %.2f and %.2f per line stored (64 destination lines each; the copy's "
-                           "64 source lines are L1 hits); the model has one price for both: "
-                           "their mean, %.2f" % (
+    how = ("%d of them in one window, best of 20 per round" % rep["l1_repeats"]
+           if rep.get("timing") == "window" else "each timed alone, best of 20 per round")
+    c["rep_store_line"] = (("measured: %s and %s of 4 KiB within L1, " + how + ": %s and %s "
+                            "= %.2f and %.2f per line stored (64 destination lines each; the "
+                            "copy's 64 source lines are L1 hits); the model has one price for "
+                            "both: their mean, %.2f") % (
                                op["movs"], op["stos"], fmt_spread(movs), fmt_spread(stos),
                                movs[0] / 64, stos[0] / 64, store))
     mm = spread(cycles(raw, rep[key("movs_64k_from_mem")]))
@@ -1153,8 +1225,10 @@ def derive(raw, topology=None, root=None):
     c.update(cc)
     d["core"] = cd
 
-    # the copy from memory, once rep_fill_line (a core key) is known
+    # the copy from memory and the other fill prices, once rep_fill_line (a core key) is known
     fill = float(v["rep_fill_line"])
+    for k, (val, com) in rep_fill_prices(raw, fill, int(v["l2_kib"]), int(v["llc_kib"])).items():
+        v[k], c[k] = val, com
     stream = 1024 * max(store, fill)
     rep_mem = rep_mem_price(mm[0], store, fill)
     v["rep_mem_line"] = str(max(0, round(rep_mem)))

@@ -691,6 +691,23 @@ def complete_host_profile(text, cpu):
         missing.remove("rep_store_line")  # _rep_from_legacy writes it
     if not missing and not legacy_rep:
         return text
+    fills = [k for k in missing if k in calibrate.REP_FILL_KEYS]
+    missing = [k for k in missing if k not in calibrate.REP_FILL_KEYS]
+    if missing or legacy_rep:
+        text = _complete_from_table(text, cpu, missing, legacy_rep)
+    if fills:
+        # a calibration from before the fill prices by level and kind priced every fill
+        # at rep_fill_line: the same price keeps the model what it was for this recording
+        fill = calibrate.read_profile_text(text)["rep_fill_line"][0]
+        text = text.rstrip("\n") + "\n" + "".join(
+            "%-16s = %-5s # DERIVED when the model side was booted again: rep_fill_line's, the "
+            "one price of every fill when this host was calibrated (the key is newer than the "
+            "recording)\n" % (k, fill) for k in fills)
+    return text
+
+
+def _complete_from_table(text, cpu, missing, legacy_rep):
+    """complete_host_profile's core keys from the table, and the legacy rep prices."""
     f = cpu.split()
     try:
         cpuid = {"vendor": f[0], "family": int(f[1]), "model": int(f[2])}

@@ -36,6 +36,7 @@
 #define C2C_BATCH 200
 #define PROBE_N 16
 #define PAGE 4096
+#define REP_L1_REPEATS 64	/* one page copied or cleared this many times a window: the L1d */
 #define REP_L2_PAGES 32	/* 128 KiB a stream: rep copies from the L2 */
 #define HPAGE (2u << 20)
 
@@ -250,22 +251,57 @@ static uint64_t branch_loop(uint64_t mask)
 }
 
 /* The q forms, as kernel/string.c copies and clears whole words: the string ops baremm
- * and the native panel run. n is in bytes, a multiple of 8. */
-static uint64_t rep_movsq(void *dst, const void *src, size_t n)
+ * and the native panel run. n is in bytes, a multiple of 8. Untimed: a series of them is
+ * timed as a whole between rep_tsc() calls. */
+static void rep_movsq(void *dst, const void *src, size_t n)
 {
 	size_t w = n / 8;
-	uint64_t t0 = native_tsc();
 	__asm__ __volatile__("rep movsq" : "+D"(dst), "+S"(src), "+c"(w)::"memory");
-	return native_tsc() - t0;
 }
 
-static uint64_t rep_stosq(void *dst, size_t n)
+static void rep_stosq(void *dst, size_t n)
 {
 	size_t w = n / 8;
-	uint64_t t0 = native_tsc();
 	__asm__ __volatile__("rep stosq" : "+D"(dst), "+c"(w) : "a"(0) : "memory");
-	return native_tsc() - t0;
 }
+
+/*
+ * The TSC once every earlier store is globally visible (mfence, then lfence so rdtsc
+ * waits for it). A rep string retires with its stores still in the store buffer and the
+ * fill buffers, so native_tsc() after one leaves its drain outside the window: a page
+ * timed alone that way looks up to twice as fast as a series of pages in one window.
+ */
+static inline uint64_t rep_tsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ __volatile__("mfence\n\tlfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi)::"memory");
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* Ticks per page of a copy of @pages pages from @src to @dst and of a clear of the
+ * @clr_pages pages at @clr, each series in one window (rep_tsc()), best of @passes after
+ * one untimed pass that brings the pages to the level their sizes pick. */
+static void rep_series(char *dst, const char *src, int pages, char *clr, int clr_pages, int passes,
+		       double *copy, double *clear)
+{
+	uint64_t bc = ~0ull, bs = ~0ull;
+	for (int s = 0; s <= passes; s++) {
+		uint64_t t0 = rep_tsc();
+		for (int i = 0; i < pages; i++)
+			rep_movsq(dst + (size_t)i * PAGE, src + (size_t)i * PAGE, PAGE);
+		uint64_t t1 = rep_tsc();
+		for (int i = 0; i < clr_pages; i++)
+			rep_stosq(clr + (size_t)i * PAGE, PAGE);
+		uint64_t t2 = rep_tsc();
+		if (s) {
+			bc = t1 - t0 < bc ? t1 - t0 : bc;
+			bs = t2 - t1 < bs ? t2 - t1 : bs;
+		}
+	}
+	*copy = (double)bc / pages;
+	*clear = (double)bs / clr_pages;
+}
+
 static void flush(const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i += LINE)
@@ -737,6 +773,43 @@ static void jints(const char *key, const uint64_t *v, int n, bool comma)
 	printf("]%s\n", comma ? "," : "");
 }
 
+/* The CPUID leaf of the deterministic cache parameters: leaf 4 on Intel; AMD has the same
+ * layout in leaf 0x8000001D (with TOPOEXT, CPUID 0x80000001 ECX bit 22) and reserves
+ * leaf 4. 0: neither. */
+static unsigned cache_leaf_id(void)
+{
+	unsigned a, b, c, d;
+	char vendor[13] = { 0 };
+	__cpuid(0, a, b, c, d);
+	memcpy(vendor, &b, 4);
+	memcpy(vendor + 4, &d, 4);
+	memcpy(vendor + 8, &c, 4);
+	if (a >= 4 && !strcmp(vendor, "GenuineIntel"))
+		return 4;
+	__cpuid(0x80000000, a, b, c, d);
+	if (!strcmp(vendor, "AuthenticAMD") && a >= 0x8000001D) {
+		__cpuid(0x80000001, a, b, c, d);
+		if ((c >> 22) & 1)
+			return 0x8000001D;
+	}
+	return 0;
+}
+
+/* KiB of the data or unified cache of @level as that leaf gives it; 0 if none. */
+static unsigned cache_kib(unsigned level)
+{
+	unsigned leaf = cache_leaf_id(), a, b, c, d;
+	for (unsigned s = 0; leaf && s < 16; s++) {
+		__cpuid_count(leaf, s, a, b, c, d);
+		unsigned type = a & 31;
+		if (!type)
+			break;
+		if (((a >> 5) & 7) == level && type != 2)
+			return ((b >> 22) + 1) * (((b >> 12) & 1023) + 1) * ((b & 4095) + 1) * (c + 1) / 1024;
+	}
+	return 0;
+}
+
 static void print_cpuid(void)
 {
 	unsigned a, b, c, d;
@@ -754,7 +827,6 @@ static void print_cpuid(void)
 		mod += ((a >> 16) & 15) << 4;
 	bool hyper = (c >> 31) & 1;
 	__cpuid(0x80000000, a, b, c, d);
-	unsigned extleaf = a;
 	if (a >= 0x80000004)
 		for (unsigned l = 0; l < 3; l++) {
 			unsigned r[4];
@@ -776,16 +848,7 @@ static void print_cpuid(void)
 	printf("\"cpuid\": {\"vendor\": \"%s\", \"brand\": \"%s\", \"family\": %u, \"model\": %u, "
 	       "\"stepping\": %u, \"hypervisor\": \"%s\", \"leaf4\": [",
 	       vendor, brand, fam, mod, step, hv);
-	/* deterministic cache parameters: leaf 4 on Intel; AMD has the same layout in leaf
-	 * 0x8000001D (with TOPOEXT, CPUID 0x80000001 ECX bit 22) and reserves leaf 4 */
-	unsigned cache_leaf = 0;
-	if (maxleaf >= 4 && !strcmp(vendor, "GenuineIntel"))
-		cache_leaf = 4;
-	if (!strcmp(vendor, "AuthenticAMD") && extleaf >= 0x8000001D) {
-		__cpuid(0x80000001, a, b, c, d);
-		if ((c >> 22) & 1)
-			cache_leaf = 0x8000001D;
-	}
+	unsigned cache_leaf = cache_leaf_id();
 	bool first = true;
 	if (cache_leaf)
 		for (unsigned s = 0; s < 16; s++) {
@@ -968,6 +1031,14 @@ int main(int argc, char **argv)
 	/* page copies through a source and a destination of REP_L2_PAGES pages each: larger
 	 * than any L1d, within any L2, so both streams are filled from the L2 */
 	char *rep_l2 = arena(2 * REP_L2_PAGES * PAGE, false);
+	/* the same from the LLC: a copy from one L2's worth of pages into another and a clear
+	 * of both, 2 x the L2 in all, so every line of the stream comes from beyond the L2
+	 * (CPUID's size; 2 MiB when it gives none, which the derivation refuses) */
+	unsigned l2_kib = cache_kib(2);
+	int llc_half = (int)((l2_kib ? l2_kib : 2048) / 4);
+	if (llc_half > 8192)
+		llc_half = 8192;
+	char *rep_llc = arena((size_t)2 * llc_half * PAGE, false);
 
 	/* per-round results */
 	double *tsc_ghz = calloc((size_t)rounds, sizeof(double));
@@ -983,6 +1054,7 @@ int main(int argc, char **argv)
 	double *movs_l1 = calloc((size_t)rounds, sizeof(double)), *stos_l1 = calloc((size_t)rounds, sizeof(double));
 	double *movs_mem = calloc((size_t)rounds, sizeof(double)), *stos_mem = calloc((size_t)rounds, sizeof(double));
 	double *movs_l2 = calloc((size_t)rounds, sizeof(double)), *stos_l2 = calloc((size_t)rounds, sizeof(double));
+	double *movs_llc = calloc((size_t)rounds, sizeof(double)), *stos_llc = calloc((size_t)rounds, sizeof(double));
 	double *c2c = calloc((size_t)rounds, sizeof(double));
 	double *probe2m = calloc((size_t)rounds, sizeof(double)), *probe4k = calloc((size_t)rounds, sizeof(double));
 	enum { W_NOP, W_ADD, W_XOR, NWIDTH };
@@ -1065,39 +1137,39 @@ int main(int argc, char **argv)
 			br_rand[r] = (double)bq / BRANCH_N;
 		}
 		{
+			/* a page within the L1d: copied, then cleared, REP_L1_REPEATS times a window */
 			uint64_t a = ~0ull, b = ~0ull, c = ~0ull, d = ~0ull;
 			for (int s = 0; s < 20; s++) {
-				uint64_t x = rep_movsq(rep_dst, rep_src, PAGE), y = rep_stosq(rep_dst, PAGE);
-				a = x < a ? x : a;
-				b = y < b ? y : b;
+				uint64_t t0 = rep_tsc();
+				for (int k = 0; k < REP_L1_REPEATS; k++)
+					rep_movsq(rep_dst, rep_src, PAGE);
+				uint64_t t1 = rep_tsc();
+				for (int k = 0; k < REP_L1_REPEATS; k++)
+					rep_stosq(rep_dst, PAGE);
+				uint64_t t2 = rep_tsc();
+				a = t1 - t0 < a ? t1 - t0 : a;
+				b = t2 - t1 < b ? t2 - t1 : b;
 			}
 			for (int s = 0; s < 8; s++) {
 				/* flushed lines come from memory (clflush evicts every level) */
 				flush(rep_src, 64 << 10);
 				rep_stosq(rep_dst, 64 << 10);
-				uint64_t x = rep_movsq(rep_dst, rep_src, 64 << 10);
+				uint64_t t0 = rep_tsc();
+				rep_movsq(rep_dst, rep_src, 64 << 10);
+				uint64_t x = rep_tsc() - t0;
 				c = x < c ? x : c;
 				flush(rep_src, 64 << 10);
-				uint64_t y = rep_stosq(rep_src, 64 << 10);
+				t0 = rep_tsc();
+				rep_stosq(rep_src, 64 << 10);
+				uint64_t y = rep_tsc() - t0;
 				d = y < d ? y : d;
 			}
-			uint64_t e = ~0ull, f = ~0ull;
-			for (int s = 0; s < 9; s++) {	/* the first pass brings the pages into the L2 */
-				uint64_t x = 0, y = 0;
-				for (int i = 0; i < REP_L2_PAGES; i++)
-					x += rep_movsq(rep_l2 + (size_t)i * PAGE,
-						       rep_l2 + (size_t)(REP_L2_PAGES + i) * PAGE, PAGE) - ovh[r];
-				for (int i = 0; i < REP_L2_PAGES; i++)
-					y += rep_stosq(rep_l2 + (size_t)(REP_L2_PAGES + i) * PAGE, PAGE) - ovh[r];
-				if (s) {
-					e = x < e ? x : e;
-					f = y < f ? y : f;
-				}
-			}
-			movs_l2[r] = (double)e / REP_L2_PAGES;
-			stos_l2[r] = (double)f / REP_L2_PAGES;
-			movs_l1[r] = (double)(a - ovh[r]);
-			stos_l1[r] = (double)(b - ovh[r]);
+			rep_series(rep_l2, rep_l2 + (size_t)REP_L2_PAGES * PAGE, REP_L2_PAGES, rep_l2,
+				   REP_L2_PAGES, 8, &movs_l2[r], &stos_l2[r]);
+			rep_series(rep_llc + (size_t)llc_half * PAGE, rep_llc, llc_half, rep_llc,
+				   2 * llc_half, 4, &movs_llc[r], &stos_llc[r]);
+			movs_l1[r] = (double)a / REP_L1_REPEATS;
+			stos_l1[r] = (double)b / REP_L1_REPEATS;
 			movs_mem[r] = (double)(c - ovh[r]);
 			stos_mem[r] = (double)(d - ovh[r]);
 		}
@@ -1122,7 +1194,7 @@ int main(int argc, char **argv)
 		pf_r[r] = pf_sample(&pf_rnd_p, 3);
 	}
 
-	printf("{\n\"schema\": \"baremm-calibrate-raw/5\",\n");
+	printf("{\n\"schema\": \"baremm-calibrate-raw/6\",\n");
 	print_cpuid();
 	printf("\"cpus_online\": %ld,\n\"rounds\": %d,\n\"quick\": %s,\n", ncpu, rounds, quick ? "true" : "false");
 	jarr("tsc_ghz", tsc_ghz, rounds, true);
@@ -1168,9 +1240,12 @@ int main(int argc, char **argv)
 	jarr("stos_4k_l1", stos_l1, rounds, true);
 	jarr("movs_64k_from_mem", movs_mem, rounds, true);
 	jarr("stos_64k_to_mem", stos_mem, rounds, true);
-	printf("\"l2_pages\": %d, ", REP_L2_PAGES);
+	printf("\"timing\": \"window\", \"l1_repeats\": %d, \"l2_pages\": %d, ", REP_L1_REPEATS, REP_L2_PAGES);
 	jarr("movs_4k_l2", movs_l2, rounds, true);
-	jarr("stos_4k_l2", stos_l2, rounds, false);
+	jarr("stos_4k_l2", stos_l2, rounds, true);
+	printf("\"llc_pages\": %d, \"l2_kib_cpuid\": %u, ", llc_half, l2_kib);
+	jarr("movs_4k_llc", movs_llc, rounds, true);
+	jarr("stos_4k_llc", stos_llc, rounds, false);
 	printf("},\n\"c2c\": {\"cpus\": [0, 1], \"batch\": %d, ", C2C_BATCH);
 	jarr("roundtrip", c2c, rounds, false);
 	printf("},\n\"core\": {\"width\": {\"ops_per_iter\": %d, \"slots_per_iter\": %d, ",
