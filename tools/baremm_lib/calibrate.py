@@ -702,9 +702,10 @@ def derive_core(raw, cpuid):
 
     # the fill path from the L2 into the L1d, under a rep copy whose both streams miss it
     rep = raw.get("rep", {})
-    if rep.get("movs_4k_l2") and rep.get("timing") == "window":
+    if rep.get("movs_4k_l2"):
         per_page = spread(cycles(raw, rep["movs_4k_l2"]))
         per_clear = spread(cycles(raw, rep["stos_4k_l2"]))
+    if rep.get("movs_4k_l2") and rep.get("timing") == "window":
         fill = per_clear[0] / 64
         measured("rep_fill_line", "%.2f" % fill, (
             "rep stosq of the destination pages of a copy through a %d KiB source and a %d KiB "
@@ -715,8 +716,6 @@ def derive_core(raw, cpuid):
                 4 * rep["l2_pages"], 4 * rep["l2_pages"], rep["l2_pages"], fmt_spread(per_clear),
                 fill, fmt_spread(per_page))))
     elif rep.get("movs_4k_l2"):
-        per_page = spread(cycles(raw, rep["movs_4k_l2"]))
-        per_clear = spread(cycles(raw, rep["stos_4k_l2"]))
         fill = per_page[0] / 128
         measured("rep_fill_line", "%.2f" % fill, (
             "rep movsq of 4 KiB pages through a %d KiB source and a %d KiB destination (both "
