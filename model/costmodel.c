@@ -347,7 +347,8 @@ static inline u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, b
 	return coh_access(vi, line, store, rmw);
 }
 
-/* A page walk from CR3; its loads go through this CPU's caches. */
+/* A page walk from CR3; its loads go through this CPU's caches. Under nested paging the
+ * walk that finds a page also loads that page's nested leaf entry (model.h). */
 static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, bool *ok)
 {
 	u64 cost = P.walk_overhead;
@@ -374,9 +375,14 @@ static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, 
 		if (!(e & 1))
 			break;	/* not present: the access faulted, nothing to install */
 		if (level == 1 || (level <= 3 && (e & 0x80))) {
-			*is_2m = level >= 2;
+			*is_2m = level >= 2 && nested_allows_2m(&P);
 			*global = (e & 0x100) && (!v->cr4_known || (v->cr4 & 0x80));
 			*ok = true;
+			if (P.nested_page_kib) {
+				u64 off = (1ull << (12 + 9 * (level - 1))) - 1;
+				u64 gpa = (e & 0x000ffffffffff000ull & ~off) | (va & off);
+				cost += data_line(v, vi, nested_leaf_line(&P, gpa), false, false, false);
+			}
 			break;
 		}
 		table = e & 0x000ffffffffff000ull;

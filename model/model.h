@@ -35,6 +35,10 @@ struct profile {
 	u64 dtlb2m_entries, dtlb2m_ways;
 	u64 stlb_entries, stlb_ways, stlb_lat;
 	u64 walk_overhead;
+	/* the page size, KiB, of the hypervisor's (nested) tables that map this machine's
+	 * memory; 0: none modelled (bare metal). A TLB entry then covers at most that size,
+	 * and a walk also loads the nested leaf entry of the accessed page (nested_leaf_line()) */
+	u64 nested_page_kib;
 	u64 atomic, serialise, cpuid, wrmsr, mov_cr, invlpg, fence;
 	u64 irq_roundtrip, ipi_latency, pause, hlt;
 	/* rep strings, per distinct line of one execution (rep_stream_x100()): FX prices of
@@ -146,6 +150,31 @@ void tlb_invlpg(struct tlb *t, u64 va);
 /* CR3 write: drops non-global entries (keep_global) or everything (CR4.PGE toggle). */
 void tlb_flush(struct tlb *t, bool keep_global);
 unsigned tlb_count(const struct tlb *t, bool global_only);
+
+/*
+ * Nested paging (profile nested_page_kib != 0): a hypervisor maps this machine's memory
+ * with pages of that size. The TLB caches the combined translation, so an entry covers
+ * the smaller of the guest's page and the hypervisor's (a 2 MiB guest page over 4 KiB
+ * host pages is 512 entries); and a walk, besides the guest's tables, loads the nested
+ * leaf entry of the page it translates. The guest cannot see the hypervisor's tables, so
+ * those entries are laid out as a linear table of 8-byte entries, one per host page, at
+ * lines beyond any physical address (NESTED_LINE_BASE); the upper nested levels and the
+ * nested translations of the guest's own table pages are left to the paging-structure
+ * caches (their cost is inside walk_overhead, as calibrated).
+ */
+#define NESTED_LINE_BASE (1ull << 46)	/* line numbers of 52-bit physical addresses end here */
+
+static inline bool nested_allows_2m(const struct profile *p)
+{
+	return p->nested_page_kib == 0 || p->nested_page_kib >= 2048;
+}
+
+/* The line holding the nested leaf entry of guest-physical address gpa. */
+static inline u64 nested_leaf_line(const struct profile *p, u64 gpa)
+{
+	unsigned shift = p->nested_page_kib >= (1u << 20) ? 30 : p->nested_page_kib >= 2048 ? 21 : 12;
+	return NESTED_LINE_BASE + ((gpa >> shift) >> 3);	/* 8 entries of 8 bytes a line */
+}
 
 /* ---- which vCPU is running (ident.c): per-CPU kernel GS base -> slot ---- */
 

@@ -31,7 +31,7 @@ static const struct pkey keys[] = {
 	K(dtlb4k_entries, V_INT, 1, 1 << 16), K(dtlb4k_ways, V_INT, 1, 1 << 16),
 	K(dtlb2m_entries, V_INT, 1, 1 << 16), K(dtlb2m_ways, V_INT, 1, 1 << 16),
 	K(stlb_entries, V_INT, 1, 1 << 20), K(stlb_ways, V_INT, 1, 1 << 16), K(stlb_lat, V_INT, 0, 1000),
-	K(walk_overhead, V_INT, 0, 10000),
+	K(walk_overhead, V_INT, 0, 10000), K(nested_page_kib, V_INT, 0, 1 << 20),
 	K(atomic, V_INT, 0, 100000), K(serialise, V_INT, 0, 100000), K(cpuid, V_INT, 0, 100000),
 	K(wrmsr, V_INT, 0, 100000), K(mov_cr, V_INT, 0, 100000), K(invlpg, V_INT, 0, 100000),
 	K(fence, V_INT, 0, 100000), K(irq_roundtrip, V_INT, 0, 1000000),
@@ -177,6 +177,10 @@ int profile_parse(const char *text, const char *fname, struct profile *p, char *
 		{ "dtlb4k", p->dtlb4k_entries, p->dtlb4k_ways }, { "dtlb2m", p->dtlb2m_entries, p->dtlb2m_ways },
 		{ "stlb", p->stlb_entries, p->stlb_ways },
 	};
+	if (p->nested_page_kib && p->nested_page_kib != 4 && p->nested_page_kib != 2048 &&
+	    p->nested_page_kib != 1 << 20)
+		return fail(err, errlen, "profile %s: nested_page_kib: %llu is not 0 or an x86 page size "
+			    "(4, 2048, 1048576)", fname, (unsigned long long)p->nested_page_kib);
 	for (unsigned i = 0; i < sizeof(geo) / sizeof(geo[0]); i++)
 		if (geo[i].ways > geo[i].entries || geo[i].entries % geo[i].ways)
 			return fail(err, errlen, "profile %s: %s: %llu entries (lines) do not split into %llu ways",
@@ -217,7 +221,7 @@ int profile_describe(const struct profile *p, char *buf, size_t len)
 	return snprintf(buf, len,
 			"profile=%s ghz=%llu.%02llu base_cpi=%llu.%02llu l1d=%llu/%llu/%llu l2=%llu/%llu/%llu "
 			"llc=%llu/%llu/%llu mem=%llu dtlb4k=%llu/%llu dtlb2m=%llu/%llu stlb=%llu/%llu/%llu "
-			"walk=%llu atomic=%llu serialise=%llu cpuid=%llu wrmsr=%llu mov_cr=%llu invlpg=%llu "
+			"walk=%llu nested_page=%llu atomic=%llu serialise=%llu cpuid=%llu wrmsr=%llu mov_cr=%llu invlpg=%llu "
 			"fence=%llu irq=%llu ipi=%llu pause=%llu hlt=%llu rep_store_line=%llu.%02llu "
 			"rep_fill_line=%llu.%02llu rep_read_line=%llu.%02llu rep_llc_line=%llu.%02llu "
 			"rep_llc_read_line=%llu.%02llu rep_mem_line=%llu "
@@ -231,7 +235,8 @@ int profile_describe(const struct profile *p, char *buf, size_t len)
 			(unsigned long long)p->dtlb4k_ways, (unsigned long long)p->dtlb2m_entries,
 			(unsigned long long)p->dtlb2m_ways, (unsigned long long)p->stlb_entries,
 			(unsigned long long)p->stlb_ways, (unsigned long long)p->stlb_lat,
-			(unsigned long long)p->walk_overhead, (unsigned long long)p->atomic,
+			(unsigned long long)p->walk_overhead, (unsigned long long)p->nested_page_kib,
+			(unsigned long long)p->atomic,
 			(unsigned long long)p->serialise, (unsigned long long)p->cpuid, (unsigned long long)p->wrmsr,
 			(unsigned long long)p->mov_cr, (unsigned long long)p->invlpg, (unsigned long long)p->fence,
 			(unsigned long long)p->irq_roundtrip, (unsigned long long)p->ipi_latency,

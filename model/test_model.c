@@ -230,6 +230,29 @@ HTEST(rep_stream_is_bound_by_stores_or_fills)
 	}
 }
 
+/* Nested paging: a TLB entry covers at most the hypervisor's page, and the nested leaf
+ * entries are one 8-byte entry per host page, eight to a line, above every physical
+ * line number. */
+HTEST(nested_leaf_entries_and_entry_size)
+{
+	struct profile p = { 0 };
+	HT_EXPECT(nested_allows_2m(&p));	/* bare metal */
+	p.nested_page_kib = 4;
+	HT_EXPECT(!nested_allows_2m(&p));
+	HT_EXPECT_EQ(nested_leaf_line(&p, 0), NESTED_LINE_BASE);
+	HT_EXPECT_EQ(nested_leaf_line(&p, 7 * 4096 + 4095), NESTED_LINE_BASE);
+	HT_EXPECT_EQ(nested_leaf_line(&p, 8 * 4096), NESTED_LINE_BASE + 1);
+	/* the highest physical address's entry is still beyond every data line */
+	u64 top = (1ull << 52) - 1;
+	HT_EXPECT(nested_leaf_line(&p, top) > top >> LINE_SHIFT);
+	p.nested_page_kib = 2048;
+	HT_EXPECT(nested_allows_2m(&p));
+	HT_EXPECT_EQ(nested_leaf_line(&p, 8ull << 21), NESTED_LINE_BASE + 1);
+	HT_EXPECT_EQ(nested_leaf_line(&p, (8ull << 21) - 1), NESTED_LINE_BASE);
+	p.nested_page_kib = 1 << 20;
+	HT_EXPECT_EQ(nested_leaf_line(&p, 8ull << 30), NESTED_LINE_BASE + 1);
+}
+
 /* A line's fill price follows where the hierarchy served it from (its latency) and
  * whether the string stores to it: the L1d and memory add no fill (memory is priced on
  * top), the L2 and the LLC (or another CPU's cache, beyond the L2's latency) have a price
@@ -669,7 +692,7 @@ static const char good[] =
 	"llc_kib = 39424\nllc_ways = 11\nllc_lat = 77\n"
 	"mem_lat = 240\n"
 	"dtlb4k_entries = 64\ndtlb4k_ways = 4\ndtlb2m_entries = 32\ndtlb2m_ways = 4\n"
-	"stlb_entries = 1536\nstlb_ways = 12\nstlb_lat = 9\nwalk_overhead = 10\n"
+	"stlb_entries = 1536\nstlb_ways = 12\nstlb_lat = 9\nwalk_overhead = 10\nnested_page_kib = 2048\n"
 	"atomic = 18\nserialise = 100\ncpuid = 100\nwrmsr = 150\nmov_cr = 200\ninvlpg = 200\n"
 	"fence = 33\nirq_roundtrip = 1000\nipi_latency = 2000\npause = 140\nhlt = 100\n"
 	"rep_store_line = 1.72\nrep_fill_line = 2\nrep_read_line = 0.5\nrep_llc_line = 4\n"
@@ -697,6 +720,14 @@ HTEST(profile_parses_and_rejects)
 	HT_EXPECT_EQ(p.rep_read_line_x100, 50);
 	HT_EXPECT_EQ(p.rep_llc_line_x100, 400);
 	HT_EXPECT_EQ(p.rep_llc_read_line_x100, 350);
+	HT_EXPECT_EQ(p.nested_page_kib, 2048);
+	/* nested pages come in the sizes x86 pages have */
+	snprintf(buf, sizeof(buf), "%s", good);
+	char *np = strstr(buf, "nested_page_kib = 2048");
+	memcpy(np, "nested_page_kib = 8   ", 22);
+	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "nested_page_kib") && strstr(err, "x86 page size"));
+	memcpy(np, "nested_page_kib = 4   ", 22);
+	HT_EXPECT(parse_with(buf, err) == 0);
 	/* the key of a per-line-touched price the model no longer has is refused by name */
 	snprintf(buf, sizeof(buf), "%s", good);
 	char *old = strstr(buf, "rep_store_line");

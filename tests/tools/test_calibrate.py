@@ -188,12 +188,39 @@ class DeriveTest(unittest.TestCase):
         t = min(col(self.raw, "tlb", "ticks_4k", pages.index(8192)))
         stlb = self.d["stlb_lat_exact"]
         walk = t - int(self.v["l2_lat"]) - stlb
-        loads = 3 * int(self.v["l1d_lat"]) + int(self.v["l2_lat"])
+        # this recording's probe finds 4 KiB host pages: the model's walk loads the nested
+        # leaf entry too (from the L2 at this size), so the overhead is what is left
+        self.assertEqual(self.v["nested_page_kib"], "4")
+        loads = 3 * int(self.v["l1d_lat"]) + 2 * int(self.v["l2_lat"])
         self.assertEqual(self.v["walk_overhead"], str(max(0, round(walk - loads))))
+        self.assertIn("nested leaf entry", self.c["walk_overhead"])
         self.assertIn("8192 4 KiB pages", self.c["walk_overhead"])
         self.assertIn("VM", self.c["walk_overhead"])
         mem = min(x * c for x, c in zip(self.raw["mem"]["ticks"], self.raw["core_per_tsc"]))
         self.assertEqual(self.v["mem_lat"], str(round(mem - stlb - walk)))
+
+    def test_nested_page_size_from_the_page_size_probe(self):
+        self.assertIn("4 KiB pages", self.c["nested_page_kib"])
+        self.assertIn("KVMKVMKVM", self.c["nested_page_kib"])
+        f = calibrate.nested_page_from_probe
+        self.assertEqual(f((9.3, 3.9), "KVMKVMKVM")[0], 4)
+        self.assertEqual(f((3.9, 3.9), "KVMKVMKVM")[0], 2048)
+        self.assertEqual(f((5.0, 3.9), "KVMKVMKVM")[0], 2048)   # within the probe's 2 cycles
+        self.assertEqual(f((3.9, 3.9), "")[0], 0)               # bare metal: no nested tables
+        v, c = f(None, "KVMKVMKVM")
+        self.assertEqual(v, 0)
+        self.assertIn("not probed", c)
+        # no probe: no nested leaf in the walk's subtraction either
+        raw = copy.deepcopy(self.raw)
+        del raw["page_probe"]
+        entries, _, d2 = calibrate.derive(raw, raw["_topology"])
+        v2 = {k: val for k, val, _ in entries}
+        self.assertEqual(v2["nested_page_kib"], "0")
+        pages = raw["tlb"]["pages"]
+        t = min(col(raw, "tlb", "ticks_4k", pages.index(8192)))
+        walk = t - int(v2["l2_lat"]) - d2["stlb_lat_exact"]
+        loads = 3 * int(v2["l1d_lat"]) + int(v2["l2_lat"])
+        self.assertEqual(v2["walk_overhead"], str(max(0, round(walk - loads))))
 
     def test_instruction_prices(self):
         xadd = min(per_round(self.raw, "lock_xadd"))

@@ -23,6 +23,60 @@ def find(results, bench, case):
     return next(r for r in results if r["bench"] == bench and r["metric"].endswith(":%d]" % case))
 
 
+def load_nested():
+    """The pointer chase of skylake-sp with nested_page_kib = 4 (model-check's nested boot);
+    events that were zero are left out of the fixture."""
+    with open(data("model_kat_skylake_nested.json")) as f:
+        res = [dict(r, cpus=1) for r in json.load(f)]
+    for r in res:
+        for k in ("model_dtlb_miss", "model_stlb_miss", "model_walk", "model_walk_cycles"):
+            r["events"].setdefault(k, 0.0)
+    return res
+
+
+NESTED = dict(PROFILE, nested_page_kib=4.0)
+
+
+class NestedCheckTest(unittest.TestCase):
+    """Nested paging: huge pages held as 4 KiB entries, walks with the nested leaf load."""
+
+    def test_recorded_run_passes(self):
+        self.assertEqual(modelcheck.check_nested(load_nested(), load(), NESTED), [])
+
+    def test_huge_entries_under_nested_paging_fail(self):
+        # what the model gave before it had nested paging: the plain chase's events
+        res = load_nested()
+        for r in res:
+            r["events"].update(model_dtlb_miss=0.0, model_walk=0.0, model_walk_cycles=0.0)
+        fails = modelcheck.check_nested(res, load(), NESTED)
+        self.assertTrue(any("misses the L1 dTLB on 0.000" in f for f in fails), fails)
+        self.assertTrue(any("walks on 0.000" in f for f in fails), fails)
+
+    def test_walks_without_their_nested_leaf_load_fail(self):
+        res = load_nested()
+        r = find(res, "model.pointer_chase", 32 << 20)
+        r["events"]["model_walk_cycles"] = r["events"]["model_walk"] * (
+            PROFILE["walk_overhead"] + 3 * PROFILE["l1d_lat"])
+        fails = modelcheck.check_nested(res, load(), NESTED)
+        self.assertTrue(any("less than walk_overhead" in f for f in fails), fails)
+        # and the clock must hold what the events say
+        fails = [f for f in fails if "33554432-byte chase (llc)" in f]
+        self.assertTrue(fails)
+
+    def test_the_plain_chase_missing_the_dtlb_fails(self):
+        plain = load()
+        find(plain, "model.pointer_chase", 512 << 10)["events"]["model_dtlb_miss"] = 0.5
+        fails = modelcheck.check_nested(load_nested(), plain, NESTED)
+        self.assertTrue(any("without nested paging" in f for f in fails), fails)
+
+    def test_the_profile_text_gets_the_nested_page_size(self):
+        with open(os.path.join(runner.ROOT, "model", "profiles", "skylake-sp.cfg")) as f:
+            text = modelcheck.nested_profile_text(f.read())
+        self.assertRegex(text, r"(?m)^nested_page_kib = 4 ")
+        with self.assertRaises(modelcheck.ProfileError):
+            modelcheck.nested_profile_text("name = x\n")
+
+
 class ModelCheckTest(unittest.TestCase):
     """The known-answer checks on figures of a real skylake-sp model run."""
 

@@ -245,6 +245,37 @@ class RemodelTest(unittest.TestCase):
         for k in P.calibrate.REP_FILL_KEYS:
             self.assertEqual(prof[k][0], prof["rep_fill_line"][0], k)
 
+    def test_nested_paging_newer_than_the_recording_comes_from_its_page_size_probe(self):
+        header = ("# Page-size probe: 16 L1-resident lines one per 2 MiB of the THP arena cost "
+                  "%s cycles, one per 4 KiB 5.7: ...\n")
+        walk = ("walk_overhead = 6 # measured: ... = a walk of 37.4 cycles; minus the model's "
+                "four table loads at that size (3 x l1d_lat + l2_lat = 31). THIS HOST IS A VM\n")
+        cpuid = "cpuid = 22770 # measured: ... under hypervisor 'KVMKVMKVM' every cpuid exits\n"
+        base = host_profile_text(drop=("nested_page_kib", "walk_overhead", "cpuid"))
+        prof = P.calibrate.read_profile_text(P.complete_host_profile(
+            header % "13.7" + base + walk + cpuid, "GenuineIntel 6 1 1"))
+        self.assertEqual(prof["nested_page_kib"][0], "4")
+        self.assertIn("DERIVED", prof["nested_page_kib"][1])
+        # the walk less the table loads and the nested leaf from the L2 (skylake-sp's 13)
+        self.assertEqual(prof["walk_overhead"][0], "0")
+        self.assertIn("nested leaf entry's (13)", prof["walk_overhead"][1])
+        self.assertIn("clamped", prof["walk_overhead"][1])
+        self.assertEqual(set(prof), set(P.calibrate.KEYS))
+        # huge pages keep 2 MiB entries under a hypervisor: 2 MiB, the leaf an L1 hit (4)
+        prof = P.calibrate.read_profile_text(P.complete_host_profile(
+            header % "5.8" + base + walk + cpuid, "GenuineIntel 6 1 1"))
+        self.assertEqual(prof["nested_page_kib"][0], "2048")
+        self.assertEqual(prof["walk_overhead"][0], "2")     # 37.4 - 31 - 4
+        # no probe quoted: nothing nested, the walk as recorded
+        prof = P.calibrate.read_profile_text(P.complete_host_profile(
+            base + walk + cpuid, "GenuineIntel 6 1 1"))
+        self.assertEqual(prof["nested_page_kib"][0], "0")
+        self.assertEqual(prof["walk_overhead"][0], "6")
+        # a probe but no walk figure to take the leaf from: an error, not a guess
+        with self.assertRaises(P.PanelError):
+            P.complete_host_profile(header % "13.7" + host_profile_text(drop=("nested_page_kib",)),
+                                    "GenuineIntel 6 1 1")
+
     def test_a_recording_with_the_per_line_touched_rep_price_is_rewritten_from_its_figures(self):
         legacy = (
             "rep_line = 1   # measured: rep movsq and rep stosq of 4 KiB within L1, best of 20 "

@@ -60,7 +60,12 @@ CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buff
 # L2): measured from the rep series, or rep_fill_line's where a recording has no series.
 REP_FILL_KEYS = ("rep_read_line", "rep_llc_line", "rep_llc_read_line")
 
-KEYS = PARSER_KEYS + CORE_KEYS + REP_FILL_KEYS
+# The page size of the hypervisor's tables under this machine (model.h, nested paging):
+# from the page-size probe; a recording made before the model had the key gets it from
+# the probe's line in its header (panel.complete_host_profile).
+NESTED_KEYS = ("nested_page_kib",)
+
+KEYS = PARSER_KEYS + CORE_KEYS + REP_FILL_KEYS + NESTED_KEYS
 
 # Keys user space cannot measure here: taken from the published table or a fallback
 # profile. (TLB geometry is measurable only as a cross-check: its reach, not its ways.)
@@ -410,6 +415,42 @@ def rep_store_price(copy_l1, clear_l1):
 # arena into the other, then a clear of both) is at least this many L2s, so that no line
 # of the stream is still in the L2, and within the capacity the chase found for the LLC.
 REP_LLC_OVER_L2 = 1.5
+
+
+def nested_page_from_probe(probe, hypervisor=""):
+    """(nested_page_kib, comment) from the page-size probe's best (2 MiB stride, 4 KiB
+    stride) cycles (None: the raw figures have no probe) and CPUID's hypervisor signature
+    ("" on bare metal). A 2 MiB stride that costs more than the 4 KiB one means the TLB
+    holds 4 KiB entries for guest huge pages: the hypervisor's pages are 4 KiB. Otherwise
+    they are at least 2 MiB (the probe cannot tell 2 MiB from 1 GiB; the model's entries
+    are 2 MiB at most either way). Bare metal has no nested tables."""
+    if not probe:
+        return 0, ("not probed (raw figures from before the page-size probe): no nested "
+                   "paging modelled")
+    p2, p4 = probe
+    seen = ("measured: the page-size probe's 16 L1-resident lines one per 2 MiB of the THP "
+            "arena cost %.1f cycles, one per 4 KiB %.1f" % (p2, p4))
+    if p2 > p4 + 2:
+        return 4, (seen + ": the TLB holds 4 KiB entries for guest huge pages, so the "
+                   "hypervisor (%s) maps this machine with 4 KiB pages" % (hypervisor or
+                                                                        "CPUID names none"))
+    if not hypervisor:
+        return 0, seen + ": huge pages keep 2 MiB TLB entries and CPUID names no hypervisor: bare metal"
+    return 2048, (seen + ": guest huge pages keep 2 MiB TLB entries, so the hypervisor's (%s) "
+                  "pages under them are at least 2 MiB; 2048, the smallest size that fits"
+                  % hypervisor)
+
+
+def nested_leaf_level(nested):
+    """The level the model finds the nested leaf entry in at calibrate's walk size (8192
+    pages of 4 KiB, data and PTEs L2-resident): one 4 KiB host page per guest page puts
+    8192 entries (64 KiB) beside the data; 2 MiB host pages put them all in a few lines."""
+    return {0: 0, 4: "l2_lat"}.get(nested, "l1d_lat")
+
+
+def nested_leaf_price(nested, v):
+    lvl = nested_leaf_level(nested)
+    return int(v[{"l2_lat": "l2_lat", "l1d_lat": "l1d_lat"}[lvl]]) if lvl else 0
 
 
 def rep_fill_prices(raw, fill, l2_kib, llc_kib):
@@ -1036,6 +1077,10 @@ def derive(raw, topology=None, root=None):
                           "the THP buffer does not keep TLB misses out of the chase" if split else
                           "huge pages give 2 MiB TLB entries"))
 
+    nested, c["nested_page_kib"] = nested_page_from_probe(
+        probe.get("lines") and (p2[0], p4[0]), raw["cpuid"].get("hypervisor", "").strip())
+    v["nested_page_kib"] = str(nested)
+
     for lvl, key, info in ((1, "l1d", l1), (2, "l2", l2), (3, "llc", l3)):
         v[key + "_kib"] = str(info["kib"])
         v[key + "_ways"] = str(info["ways"])
@@ -1121,7 +1166,8 @@ def derive(raw, topology=None, root=None):
     nw = _pick(pages, 4 * stlb_entries, 4 * stlb_entries)
     walk = t4k[nw][0] - float(v["l2_lat"]) - stlb_lat
     walk_guest2m = t2m[nw][0] - float(v["l2_lat"]) - stlb_lat
-    loads = 3 * int(v["l1d_lat"]) + int(v["l2_lat"])
+    leaf = nested_leaf_price(nested, v)
+    loads = 3 * int(v["l1d_lat"]) + int(v["l2_lat"]) + leaf
     d["walk"] = {"pages": nw, "walk_cycles": walk, "walk_cycles_guest_2m": walk_guest2m,
                  "model_table_loads": loads,
                  "per_pages": {str(n): t4k[n][0] - float(v["l2_lat"]) - stlb_lat
@@ -1130,14 +1176,19 @@ def derive(raw, topology=None, root=None):
     c["walk_overhead"] = (
         "measured: one-line-per-page chase at %d 4 KiB pages (4x the STLB; data and PTEs "
         "L2-resident): %.1f cycles per load, minus l2_lat (the data) and stlb_lat = a walk "
-        "of %.1f cycles; minus the model's four table loads at that size (3 x l1d_lat + "
-        "l2_lat = %d)%s. The same chase in the THP buffer (guest 2 MiB pages, one guest "
-        "level less): a walk of %.1f. THIS HOST IS A VM: a native walk here is two-dimensional (every "
-        "guest table load is itself translated through the hypervisor's tables), and that "
-        "nested part is inside this figure; a bare-metal walk is cheaper, and a guest-side "
-        "model never sees the nested tables" % (
-            nw, t4k[nw][0], walk, loads,
-            "" if walk >= loads else " (negative: clamped to 0)", walk_guest2m))
+        "of %.1f cycles; minus the model's table loads at that size (3 x l1d_lat + "
+        "l2_lat%s = %d)%s. The same chase in the THP buffer (guest 2 MiB pages, one guest "
+        "level less): a walk of %.1f. %s" % (
+            nw, t4k[nw][0], walk,
+            {0: "", "l1d_lat": " + l1d_lat for the nested leaf entry",
+             "l2_lat": " + l2_lat for the nested leaf entry"}[nested_leaf_level(nested)],
+            loads, "" if walk >= loads else " (negative: clamped to 0; the model's walk costs "
+            "more than this one, which the paging-structure caches shorten)", walk_guest2m,
+            "THIS HOST IS A VM: a native walk here is two-dimensional (every guest table load "
+            "is itself translated through the hypervisor's tables); the model loads the "
+            "nested leaf entry of the page (nested_page_kib) and leaves the rest of the "
+            "nested part to this figure" if nested else
+            "No nested paging is modelled (nested_page_kib = 0)"))
     for k in ("dtlb4k_entries", "stlb_entries"):
         edge = dtlb_edge if k == "dtlb4k_entries" else stlb_edge
         prev = max([n for n in pages if edge is None or n < edge] or [0])

@@ -17,7 +17,13 @@ model once per profile and checks what the profile file says they must show:
   synchronous call to the other CPU costs the same as the call to all (reads are causal
   in modelled time), and a clean line from another CPU's LLC costs llc_lat, or the
   cross-socket latency from another socket's (CCD's) LLC;
-- every figure's parts (where its cycles went) add up to its median.
+- every figure's parts (where its cycles went) add up to its median;
+- nested paging (the first profile again with nested_page_kib = 4, the pointer chase
+  alone): the direct map's huge pages are held as 4 KiB entries, so a working set beyond
+  the L1 dTLB's 4 KiB reach misses it on most loads and pays stlb_lat, one beyond twice
+  the STLB's walks on most loads, each walk at least walk_overhead + its three upper
+  table loads + the nested leaf load (an L1 hit each at best), and the chase's cycles are
+  the level's latency plus those; the same chase without nested paging misses no TLB.
 
 Under the out-of-order core (`--core ooo`, plugin argument core=ooo) what changes is what an
 out-of-order core must change: a dependent chase costs the level's latency alone (the
@@ -202,6 +208,73 @@ def check_walk_cases(results):
     return fails
 
 
+NESTED_CMDLINE = "bench=model.pointer_chase"
+NESTED_KIB = 4
+
+
+def nested_profile_text(text):
+    """@text (a profile file) with nested_page_kib = NESTED_KIB."""
+    out, done = [], False
+    for line in text.splitlines():
+        if line.partition("#")[0].partition("=")[0].strip() == "nested_page_kib":
+            line = "nested_page_kib = %d   # model-check: nested paging over 4 KiB host pages" % NESTED_KIB
+            done = True
+        out.append(line)
+    if not done:
+        raise ProfileError("the profile has no nested_page_kib line to change")
+    return "\n".join(out) + "\n"
+
+
+def check_nested(nested, plain, prof, core="inorder"):
+    """The pointer chase under nested 4 KiB paging (@nested) against the same profile
+    without it (@plain): failures as lines of text."""
+    fails = []
+    figs, base = dict(_figures(nested, "model.pointer_chase")), dict(_figures(plain, "model.pointer_chase"))
+    lat = {"l1": prof["l1d_lat"], "l2": prof["l2_lat"], "llc": prof["llc_lat"], "mem": prof["mem_lat"]}
+    reach = prof["dtlb4k_entries"] * 4096
+    stlb = prof["stlb_entries"] * 4096
+    # the largest L2-resident set beyond the L1 dTLB's reach, the largest LLC-resident
+    # one beyond twice the STLB's
+    l2_case = max((b for b in figs if b >= 2 * reach and chase_level(b, prof) == "l2"), default=None)
+    llc_case = max((b for b in figs if b > 2 * stlb and chase_level(b, prof) == "llc"), default=None)
+    if l2_case is None or llc_case is None:
+        return ["nested: no chase case beyond the L1 dTLB within the L2 (%s) or beyond twice the "
+                "STLB within the LLC (%s)" % (l2_case, llc_case)]
+    for b in (l2_case, llc_case):
+        if b not in base:
+            fails.append("nested: the plain boot has no %d-byte chase" % b)
+        elif base[b]["events"]["model_dtlb_miss"] > 0.01:
+            fails.append("nested: without nested paging the %d-byte chase misses the L1 dTLB on "
+                         "%.3f of its loads, expected none (huge pages)" % (b, base[b]["events"]["model_dtlb_miss"]))
+    for b, level, want_walks in ((l2_case, "l2", False), (llc_case, "llc", True)):
+        r = figs[b]
+        ev = r["events"]
+        miss, walks, wcyc = ev["model_dtlb_miss"], ev["model_walk"], ev["model_walk_cycles"]
+        floor = 1 - reach / b           # a random chase over b bytes of 4 KiB entries
+        if miss < 0.9 * floor:
+            fails.append("nested: %d-byte chase misses the L1 dTLB on %.3f of its loads, expected "
+                         "at least %.3f (4 KiB entries)" % (b, miss, 0.9 * floor))
+        if want_walks:
+            if walks < 0.9 * (1 - stlb / b):
+                fails.append("nested: %d-byte chase walks on %.3f of its loads, expected at least "
+                             "%.3f" % (b, walks, 0.9 * (1 - stlb / b)))
+            least = prof["walk_overhead"] + 4 * prof["l1d_lat"]
+            if walks and wcyc / walks < least:
+                fails.append("nested: a walk costs %.1f cycles, less than walk_overhead + three "
+                             "table loads + the nested leaf load (%.0f)" % (wcyc / walks, least))
+        elif walks > 0.01:
+            fails.append("nested: %d-byte chase walks on %.3f of its loads, expected none (within "
+                         "the STLB)" % (b, walks))
+        want = (lat[level] + miss * prof["stlb_lat"] + wcyc
+                + (prof["base_cpi"] * _insns(r) if core == "inorder" else 0))
+        if not _within(r["median"], want):
+            fails.append("nested: %d-byte chase (%s) %.2f cycles/load, expected %.2f (the level, "
+                         "%.3f x stlb_lat, %.1f walk cycles%s) +-%d%%" % (
+                             b, level, r["median"], want, miss, wcyc,
+                             ", the instructions" if core == "inorder" else "", TOLERANCE * 100))
+    return fails
+
+
 def check(results, prof, core="inorder"):
     """Every failure as a line of text (empty: the model shows the profile)."""
     return (check_pointer_chase(results, prof, core) + check_tlb_reach(results, prof, core)
@@ -233,6 +306,7 @@ def _run(profiles, out, keep, core):
                                  "model-check-%s%s" % (runner.timestamp(),
                                                        "" if core == "inorder" else "-" + core))
     passed = failed = 0
+    first = None
     for name in profiles:
         prof = load_profile(runner.resolve_profile(name))
         d = runner.new_dir(top, runner.safe_name(name))
@@ -249,6 +323,8 @@ def _run(profiles, out, keep, core):
             fails.append("boot: the plugin did not run the %s core" % core)
         if not fails:
             fails = check(rec["results"], prof, core)
+            if first is None:
+                first = (name, prof, rec["results"], d)
         for f in fails:
             out.write("model-check %s: FAIL %s\n" % (name, f))
         if fails:
@@ -269,7 +345,34 @@ def _run(profiles, out, keep, core):
         passed, failed = passed + p, failed + f
         out.write("model-check %s: %s (two CPUs: %d passed, %d failed)\n"
                   % (name, "FAIL" if f else "ok", p, f))
+    if first is not None:
+        ok = _run_nested(first, out, core)
+        passed, failed = passed + ok, failed + (not ok)
     return passed, failed
+
+
+def _run_nested(first, out, core):
+    """The first profile's pointer chase again under nested paging; True if it passed."""
+    name, prof, plain, top = first
+    d = runner.new_dir(top, "nested")
+    with open(runner.resolve_profile(name)) as f:
+        text = nested_profile_text(f.read())
+    path = os.path.join(d, "nested.cfg")
+    with open(path, "w") as f:
+        f.write(text)
+    cfg = {"cmdline": NESTED_CMDLINE, "smp": 1, "mem": MEM, "cpu": "max", "firmware": "bios",
+           "accel": "tcg", "icount": True, "model": path, "timeout": 900}
+    rec, _ = runner.boot(cfg, d, name="model-check-%s-nested" % name)
+    if rec["status"] != "pass" or rec["log"]["errors"] or rec.get("mode") != "model":
+        fails = ["boot: status %s, %d log errors, mode %s (%s)" % (
+            rec["status"], len(rec["log"]["errors"]), rec.get("mode"), os.path.join(d, "serial.log"))]
+    else:
+        fails = check_nested(rec["results"], plain, load_profile(path), core)
+    for x in fails:
+        out.write("model-check %s: FAIL %s\n" % (name, x))
+    out.write("model-check %s: %s (nested paging over %d KiB pages: %.0f s)\n" % (
+        name, "FAIL" if fails else "ok", NESTED_KIB, rec["qemu"]["duration_s"]))
+    return not fails
 
 
 def main(a):

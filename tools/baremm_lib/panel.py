@@ -692,7 +692,8 @@ def complete_host_profile(text, cpu):
     if not missing and not legacy_rep:
         return text
     fills = [k for k in missing if k in calibrate.REP_FILL_KEYS]
-    missing = [k for k in missing if k not in calibrate.REP_FILL_KEYS]
+    nested = "nested_page_kib" in missing
+    missing = [k for k in missing if k not in calibrate.REP_FILL_KEYS + calibrate.NESTED_KEYS]
     if missing or legacy_rep:
         text = _complete_from_table(text, cpu, missing, legacy_rep)
     if fills:
@@ -703,7 +704,50 @@ def complete_host_profile(text, cpu):
             "%-16s = %-5s # DERIVED when the model side was booted again: rep_fill_line's, the "
             "one price of every fill when this host was calibrated (the key is newer than the "
             "recording)\n" % (k, fill) for k in fills)
+    if nested:
+        text = _nested_from_probe(text)
     return text
+
+
+_PROBE_LINE = re.compile(r"Page-size probe: (\d+) L1-resident lines one per 2 MiB of the THP "
+                         r"arena cost ([0-9.]+) cycles, one per 4 KiB ([0-9.]+)")
+_HYPERVISOR = re.compile(r"under hypervisor '([^']*)'")
+_WALK_FIGURE = re.compile(r"a walk of ([0-9.]+) cycles; minus the model's four table loads at "
+                          r"that size \(3 x l1d_lat \+ l2_lat = (\d+)\)")
+
+
+def _nested_from_probe(text):
+    """A recording from before the model had nested paging: nested_page_kib from the
+    page-size probe its header quotes (calibrate.nested_page_from_probe, the rule a new
+    calibration follows), and walk_overhead derived anew from the walk it quotes, minus
+    the nested leaf load the model now adds to it."""
+    probe = _PROBE_LINE.search(text)
+    hv = _HYPERVISOR.search(text)
+    val, why = calibrate.nested_page_from_probe(
+        probe and (float(probe.group(2)), float(probe.group(3))), hv.group(1).strip() if hv else "")
+    prof = calibrate.read_profile_text(text)
+    walk = _WALK_FIGURE.search(prof["walk_overhead"][1])
+    if val and not walk:
+        raise PanelError("the recorded host profile's walk_overhead quotes no walk to take the "
+                         "nested leaf load from: calibrate and record the panel anew on its CPU")
+    out = []
+    for line in text.rstrip("\n").splitlines():
+        k = line.partition("#")[0].partition("=")[0].strip()
+        if k == "walk_overhead" and val:
+            leaf = calibrate.nested_leaf_price(val, {"l1d_lat": prof["l1d_lat"][0],
+                                                     "l2_lat": prof["l2_lat"][0]})
+            loads = int(walk.group(2)) + leaf
+            out.append("%-16s = %-5s # DERIVED when the model side was booted again: the "
+                       "recorded walk, %s cycles, minus the model's table loads at that size "
+                       "(%s) and the nested leaf entry's (%d)%s; recorded: %s" % (
+                           k, max(0, round(float(walk.group(1)) - loads)), walk.group(1),
+                           walk.group(2), leaf, " (negative: clamped to 0)"
+                           if float(walk.group(1)) < loads else "", prof[k][1]))
+        else:
+            out.append(line)
+    out.append("%-16s = %-5s # DERIVED when the model side was booted again (the key is newer "
+               "than the recording): %s" % ("nested_page_kib", val, why))
+    return "\n".join(out) + "\n"
 
 
 def _complete_from_table(text, cpu, missing, legacy_rep):
