@@ -15,12 +15,14 @@ const char *const ev_names[NR_MEV] = {
 	"ipi_behind", "ipi_behind_cycles",
 	"llc_remote",
 	"prefetch",
+	"branches", "mispredicts", "rob_stalls", "lb_stalls", "sb_stalls", "fb_waits", "forwards",
 };
 
 const char *const part_names[NR_PART] = {
 	"insns", "penalties", "cache", "tlb", "rep", "io", "wait", "ipi", "branch",
 };
 unsigned nr_part_shown = PT_BRANCH;
+unsigned nr_ev_shown = EV_BRANCHES;
 
 const int part_ev[NR_PEV] = { EV_INSNS, EV_CYC_PEN, EV_CYC_CACHE, EV_CYC_TLB, EV_CYC_REP, EV_CYC_IO };
 
@@ -30,6 +32,7 @@ void clock_init(const struct profile *p, bool ooo)
 {
 	base_cpi_x100 = p->base_cpi_x100;
 	nr_part_shown = ooo ? NR_PART : PT_BRANCH;
+	nr_ev_shown = ooo ? NR_MEV : EV_BRANCHES;
 }
 
 /* The core's part that each PT_* is. */
@@ -58,6 +61,16 @@ void acct_events(const struct cpu_acct *a, u64 ev[NR_MEV], const struct tb_count
 	if (tail) {
 		ev[EV_INSNS] -= tail->insns;
 		ev[EV_CYC_PEN] -= tail->pen;
+	}
+	if (a->core) {	/* it has been given exactly the instructions before the marker */
+		const struct core_stats *st = &a->core->st;
+		ev[EV_BRANCHES] = st->branches;
+		ev[EV_MISPREDICTS] = st->mispredicts;
+		ev[EV_ROB_STALLS] = st->rob_stalls;
+		ev[EV_LB_STALLS] = st->lb_stalls;
+		ev[EV_SB_STALLS] = st->sb_stalls;
+		ev[EV_FB_WAITS] = st->fb_waits;
+		ev[EV_FORWARDS] = st->forwards;
 	}
 }
 

@@ -40,10 +40,18 @@ enum {
 	EV_LLC_REMOTE,
 	/* lines the L2 stream prefetcher filled into the L2 (prefetch=on) */
 	EV_PREFETCH,
+	/* the out-of-order core's own counts (core=ooo), read from its struct core_stats:
+	 * branches and mispredicted ones, dispatches a full ROB, load or store buffer
+	 * delayed, misses that waited for a fill buffer, loads an in-flight store served */
+	EV_BRANCHES, EV_MISPREDICTS, EV_ROB_STALLS, EV_LB_STALLS, EV_SB_STALLS, EV_FB_WAITS,
+	EV_FORWARDS,
 	NR_MEV
 };
 /* The names in ev.model_<name> fields, by event. */
 extern const char *const ev_names[NR_MEV];
+/* The events a line shows: the core's (EV_BRANCHES on) only with the out-of-order core,
+ * so the in-order one's lines keep theirs. */
+extern unsigned nr_ev_shown;
 
 /* ---- where a figure's cycles went (the part.* fields of BAREMM-RESULT) ---- */
 

@@ -349,6 +349,12 @@ static bool predict(struct core *c, unsigned cls, const struct core_branch *br)
 			if (l->conf[x] >= 2) {
 				pred = l->cur >= l->trip[x] ? !x : x;
 				c->st.loop_predicted++;
+				/* a confident run length that was wrong is no longer trusted (as
+				 * L-TAGE frees the entry): the run goes on under TAGE, and a run
+				 * longer than the learnt one costs one mispredict, not one per
+				 * execution past the old length */
+				if (pred != o)
+					l->conf[x] = 0;
 			}
 			if (o == l->last) {
 				l->cur++;

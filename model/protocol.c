@@ -117,7 +117,7 @@ static void print_runs(const char *key, unsigned vidx)
 	}
 	int len = snprintf(line, sizeof(line), "BAREMM-MODEL-FIGURE %s unit=model_cycles runs=%u ops=%llu", key,
 			   va->nruns, (unsigned long long)va->ops);
-	for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 64; e++)
+	for (int e = 0; e < (int)nr_ev_shown && len < (int)sizeof(line) - 64; e++)
 		len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu", ev_names[e],
 				(unsigned long long)va->ev[e]);
 	out_line("%s", line);
@@ -245,7 +245,7 @@ void proto_total(unsigned vi, const struct cpu_acct *a)
 	char line[2048];
 	int len = snprintf(line, sizeof(line), "BAREMM-MODEL-TOTAL vcpu=%u insns=%llu cycles=%llu", vi,
 			   (unsigned long long)(a->insns + a->rep_execs), (unsigned long long)(acct_clock(a, NULL) / 100));
-	for (int e = 0; e < NR_MEV && len < (int)sizeof(line) - 48; e++)
+	for (int e = 0; e < (int)nr_ev_shown && len < (int)sizeof(line) - 48; e++)
 		len += snprintf(line + len, sizeof(line) - (size_t)len, " ev.model_%s=%llu", ev_names[e],
 				(unsigned long long)ev[e]);
 	out_line("%s", line);

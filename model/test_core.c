@@ -848,6 +848,40 @@ HTEST(loop_predictor_learns_long_loops)
 	PARTS_ADD_UP();
 }
 
+/* A learnt loop whose next run is far longer (the pcp's "count >= high" branch: a trip
+ * of ~63 frees while the lists cycle, then hundreds of frees that never reach high):
+ * the loop predictor's wrong exit costs one mispredict and hands the run back to TAGE,
+ * not one mispredict per execution past the learnt length. */
+HTEST(loop_predictor_lets_go_of_a_longer_run)
+{
+	struct core_params p = test_params();
+	setup(&p);
+	const unsigned trips = 62, longer = 500;
+	for (unsigned k = 0; k < 10; k++)
+		for (unsigned i = 0; i <= trips; i++)
+			cond_branch(0x4000, i < trips);
+	u64 m0 = C.st.mispredicts, l0 = C.st.loop_predicted;
+	for (unsigned i = 0; i < longer; i++)
+		cond_branch(0x4000, true);
+	HT_EXPECT(C.st.loop_predicted - l0 >= trips);	/* the entry was confident */
+	HT_EXPECT(C.st.mispredicts - m0 <= 2);
+	/* and it learns the new length again: three runs of it, then no mispredicts */
+	cond_branch(0x4000, false);
+	for (unsigned k = 0; k < 4; k++) {
+		for (unsigned i = 0; i < longer; i++)
+			cond_branch(0x4000, true);
+		cond_branch(0x4000, false);
+	}
+	m0 = C.st.mispredicts;
+	for (unsigned k = 0; k < 3; k++) {
+		for (unsigned i = 0; i < longer; i++)
+			cond_branch(0x4000, true);
+		cond_branch(0x4000, false);
+	}
+	HT_EXPECT_EQ(C.st.mispredicts - m0, 0);
+	PARTS_ADD_UP();
+}
+
 /* A branch that repeats the outcome of a random branch 30 branches earlier needs more
  * history than gshare's 16 bits: TAGE's tagged tables (histories of 40 and more) learn
  * it, gshare alone would miss half of them. */

@@ -230,6 +230,51 @@ HTEST(rep_stream_is_bound_by_stores_or_fills)
 	}
 }
 
+/* ---- a figure's events ---- */
+
+#include <stdlib.h>
+#include "model/clock.h"
+#include "model/core.h"
+
+/* The out-of-order core's own counts are a figure's events under core=ooo (read from the
+ * core, so the interval between two markers holds the branches and mispredicts between
+ * them) and are not shown under the in-order core, whose lines keep their events. */
+HTEST(core_counts_are_events_under_ooo_only)
+{
+	struct profile p;
+	memset(&p, 0, sizeof(p));
+	p.base_cpi_x100 = 100;
+	clock_init(&p, false);
+	HT_EXPECT_EQ(nr_ev_shown, EV_BRANCHES);
+	HT_EXPECT_EQ(strcmp(ev_names[EV_PREFETCH], "prefetch"), 0);
+	HT_EXPECT_EQ(strcmp(ev_names[EV_MISPREDICTS], "mispredicts"), 0);
+	HT_EXPECT_EQ(strcmp(ev_names[NR_MEV - 1], "forwards"), 0);
+	struct cpu_acct a;
+	memset(&a, 0, sizeof(a));
+	u64 ev[NR_MEV];
+	acct_events(&a, ev, NULL);
+	HT_EXPECT_EQ(ev[EV_BRANCHES] + ev[EV_MISPREDICTS], 0);
+	clock_init(&p, true);
+	HT_EXPECT_EQ(nr_ev_shown, NR_MEV);
+	struct core *c = calloc(1, sizeof(*c));
+	HT_ASSERT(c != NULL);
+	c->st.branches = 1000;
+	c->st.mispredicts = 17;
+	c->st.rob_stalls = 3;
+	c->st.lb_stalls = 4;
+	c->st.sb_stalls = 5;
+	c->st.fb_waits = 6;
+	c->st.forwards = 7;
+	a.core = c;
+	acct_events(&a, ev, NULL);
+	HT_EXPECT_EQ(ev[EV_BRANCHES], 1000);
+	HT_EXPECT_EQ(ev[EV_MISPREDICTS], 17);
+	HT_EXPECT_EQ(ev[EV_ROB_STALLS] + ev[EV_LB_STALLS] + ev[EV_SB_STALLS], 12);
+	HT_EXPECT_EQ(ev[EV_FB_WAITS] + ev[EV_FORWARDS], 13);
+	free(c);
+	clock_init(&p, false);
+}
+
 /* Nested paging: a TLB entry covers at most the hypervisor's page, and the nested leaf
  * entries are one 8-byte entry per host page, eight to a line, above every physical
  * line number. */

@@ -80,6 +80,9 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(m["alloc_cached"]["runs"], 5)
         # 10 events over the 5 runs' 5 ops
         self.assertEqual(m["alloc_cached"]["events"]["model_l1_hit"], 2.0)
+        # the median run's parts, per op (the fixture's runs are all instructions)
+        self.assertEqual(m["alloc_cached"]["parts"], {"insns": 1300.0})
+        self.assertEqual(m["alloc_lookup"]["parts"], {"insns": 1313.0})
 
     def test_model_runs_must_be_complete(self):
         with self.assertRaises(P.PanelError):       # a run line lost
@@ -93,6 +96,8 @@ class ParseTest(unittest.TestCase):
         by = {r["name"]: r for r in rows}
         self.assertAlmostEqual(by["alloc_cached"]["ratio"], 10.0)
         self.assertIsNone(by["noisy"]["ratio"])
+        self.assertEqual(by["alloc_cached"]["model_parts"], {"insns": 1300.0})
+        self.assertEqual(by["noisy"]["model_parts"], {})
         pr = P.pairs(self.native, rows)
         self.assertEqual(len(pr), 1)
         e = pr[0]

@@ -243,7 +243,10 @@ def parse_model(text):
             continue
         out[r["bench"][len("panel."):]] = {
             "median": r["median"], "min": r["min"], "max": r["max"], "runs": r["runs"],
-            "events": dict(r["events"])}
+            "events": dict(r["events"]),
+            # where the median run's cycles per op went (part.* of the plugin's runs)
+            "parts": {k[len("part."):]: float(v) for k, v in r["extra"].items()
+                      if k.startswith("part.")}}
     return out
 
 
@@ -414,7 +417,8 @@ def join(native, guest_rows, model):
              "native_spread": n["spread"], "native_repeats": n["repeats"],
              "native_trusted": n["trusted"], "insns_per_op": insns,
              "model": m["median"] if m else None,
-             "model_events": m["events"] if m else {}}
+             "model_events": m["events"] if m else {},
+             "model_parts": m["parts"] if m else {}}
         r["ratio"] = r["model"] / r["native_min"] if m and n["min"] else None
         r["native_ipc"] = insns / n["min"] if insns and n["min"] else None
         r["model_ipc"] = insns / r["model"] if insns and r["model"] else None
