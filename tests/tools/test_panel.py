@@ -84,6 +84,16 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(m["alloc_cached"]["parts"], {"insns": 1300.0})
         self.assertEqual(m["alloc_lookup"]["parts"], {"insns": 1313.0})
 
+    def test_parts_summary_names_the_largest_parts(self):
+        self.assertEqual(P.parts_summary({"model_parts": {"insns": 58.0, "cache": 31.0, "tlb": 11.0,
+                                                          "wait": 0.0}}),
+                         "insns 58 %, cache 31 %")
+        self.assertEqual(P.parts_summary({"model_parts": {"branch": 1.0}}), "branch 100 %")
+        self.assertEqual(P.parts_summary({"model_parts": {"cache": 999.0, "penalties": 1.0}}),
+                         "cache 100 %")
+        self.assertEqual(P.parts_summary({"model_parts": {}}), "-")
+        self.assertEqual(P.parts_summary({}), "-")
+
     def test_model_runs_must_be_complete(self):
         with self.assertRaises(P.PanelError):       # a run line lost
             P.parse_model(MODEL.replace("run=3 ", "run=4 ", 1))

@@ -893,6 +893,19 @@ def panel_names(root):
     return out
 
 
+def parts_summary(row, top=2):
+    """Where a row's model cycles went: its largest parts (model_parts, the median run's)
+    with their shares, e.g. "insns 58 %, cache 31 %"; "-" for a row recorded without them."""
+    parts = row.get("model_parts") or {}
+    total = sum(v for v in parts.values() if v > 0)
+    if not total:
+        return "-"
+    # a part under half a percent says nothing here
+    big = sorted(((v, k) for k, v in parts.items() if v >= total / 200),
+                 key=lambda x: (-x[0], x[1]))[:top]
+    return ", ".join("%s %.0f %%" % (k, 100 * v / total) for v, k in big)
+
+
 def gen_doc_block(root, problems):
     """The generated block `native-panel` of docs/COSTMODEL.md: one table per profile
     (the host's per CPU) and core with saved data (docs/data/native-panel-<name>.json)."""
@@ -921,12 +934,17 @@ def gen_doc_block(root, problems):
                        d["rounds"], d["model_rounds"], env, prof, name))
         rows = []
         for r in d["rows"]:
-            rows.append(["`%s`" % r["name"], r["group"], str(r["cpus"]), _f(r["insns_per_op"]),
-                         _f(r["native_min"]) + ("" if r["native_trusted"] else " (noisy)"),
-                         _f(r["model"]), "**%s**" % _f(r["ratio"], "%.2f"),
-                         _f(r["native_ipc"], "%.2f"), _f(r["model_ipc"], "%.2f")])
+            row = ["`%s`" % r["name"], r["group"], str(r["cpus"]), _f(r["insns_per_op"]),
+                   _f(r["native_min"]) + ("" if r["native_trusted"] else " (noisy)"),
+                   _f(r["model"]), "**%s**" % _f(r["ratio"], "%.2f"),
+                   _f(r["native_ipc"], "%.2f"), _f(r["model_ipc"], "%.2f"), parts_summary(r)]
+            if ooo:
+                m = (r.get("model_events") or {}).get("model_mispredicts")
+                row.append(_f(m, "%.0f" if m is not None and m >= 100 else "%.3f"))
+            rows.append(row)
         head = ["row", "group", "CPUs", "instructions/op", "native cycles/op (min)",
-                "model cycles/op", "model/native", "IPC native", "IPC model"]
+                "model cycles/op", "model/native", "IPC native", "IPC model",
+                "model cycles by part"] + (["mispredicts/op"] if ooo else [])
         out.append(tab.markdown(tab.columns(head, left=(0, 1, 2)), rows))
         if s.get("rows"):
             out.append("model/native over %d trusted rows: geometric mean %.2f; within %.2f-%.2f: "
