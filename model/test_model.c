@@ -4,9 +4,12 @@
  * Run by make host-test.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "tests/host/htest.h"
 #include "model/model.h"
+#include "model/clock.h"
+#include "model/core.h"
 
 /* ---- caches ---- */
 
@@ -231,10 +234,6 @@ HTEST(rep_stream_is_bound_by_stores_or_fills)
 }
 
 /* ---- a figure's events ---- */
-
-#include <stdlib.h>
-#include "model/clock.h"
-#include "model/core.h"
 
 /* The out-of-order core's own counts are a figure's events under core=ooo (read from the
  * core, so the interval between two markers holds the branches and mispredicts between
