@@ -28,6 +28,11 @@ endif
 # time); the USB-stick ISO keeps the menu so a person can edit the command line.
 QEMU_ISO := $(BUILD)/baremm-qemu.iso
 ELF := $(BUILD)/baremm.elf
+# The same kernel as a flat image at its physical load addresses, for QEMU's own multiboot
+# (v1) loader (`-kernel`): the deterministic modes boot it without firmware disk I/O or
+# GRUB (boot/multiboot1.asm).
+BIN := $(BUILD)/baremm.bin
+IMAGES := $(ISO) $(QEMU_ISO) $(BIN)
 
 CLANG := $(findstring clang,$(CC))
 KCFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-stack-protector \
@@ -68,7 +73,7 @@ KSTAMP := $(BUILD)/.kbuild-flags
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 ISO_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y%m%d%H%M%S00)
 
-all: $(ISO) $(QEMU_ISO)
+all: $(IMAGES)
 
 # The oldest QEMU accepted: 8 (x2APIC under TCG) to boot, 10 where -icount runs with SMP.
 QEMU_NEED := 8
@@ -104,6 +109,10 @@ $(BUILD)/%.o: %.asm $(KSTAMP)
 $(ELF): $(KOBJS) linker.ld $(KSTAMP)
 	@echo "  LD      $@"
 	@$(LD) $(KLDFLAGS) -o $@ $(KOBJS)
+
+$(BIN): $(ELF)
+	@echo "  OBJCOPY $@"
+	@objcopy -O binary $< $@
 
 # One recipe for both ISOs: $(ISO) keeps iso/grub.cfg as it is, $(QEMU_ISO) gets
 # `set timeout=0`. The staging directory is named after the ISO, so the two never share one.
@@ -158,25 +167,25 @@ host-test: $(HOST_BINS)
 	@$(PYTHON) tests/host/ktap_all.py $(HOST_BINS)
 
 # ---- QEMU ----
-run: deps $(ISO) $(QEMU_ISO)
+run: deps $(IMAGES)
 	$(PYTHON) tools/baremm suite default
 
-bench: deps $(ISO) $(QEMU_ISO)
+bench: deps $(IMAGES)
 	$(PYTHON) tools/baremm suite full
 
 test: deps
-	@$(MAKE) -s $(ISO) $(QEMU_ISO)
+	@$(MAKE) -s $(IMAGES)
 	$(PYTHON) tools/baremm test
 
 # The seed experiments (docs/EXPERIMENTS.md): make seed-000 ... seed-004, or all of them.
 # MODEL=PROFILE runs them under the cycle-cost model (docs/COSTMODEL.md).
 EXPERIMENT_ARGS := $(if $(MODEL),--model $(MODEL))
-seed-%: deps $(ISO) $(QEMU_ISO)
+seed-%: deps $(IMAGES)
 	$(PYTHON) tools/baremm experiment $* $(EXPERIMENT_ARGS)
 
 # `make seeds` runs all five in TCG and in deterministic mode, saves them to docs/data/
 # and regenerates docs/EXPERIMENTS.md from them: run it on a committed (clean) tree.
-seeds: deps $(ISO) $(QEMU_ISO)
+seeds: deps $(IMAGES)
 	$(PYTHON) tools/baremm experiment all --no-build --save docs/data
 	$(PYTHON) tools/baremm experiment all --no-build --icount --save docs/data
 	$(if $(MODEL),$(PYTHON) tools/baremm experiment all --no-build --save docs/data $(EXPERIMENT_ARGS))
@@ -189,10 +198,10 @@ docs:
 
 # Deterministic-mode regression check against tests/perf/baseline.json.
 # MODEL=PROFILE: the same entries in model cycles, against tests/perf/baseline-model-PROFILE.json
-perf-check: deps $(ISO) $(QEMU_ISO)
+perf-check: deps $(IMAGES)
 	$(PYTHON) tools/baremm perf-check $(EXPERIMENT_ARGS)
 
-perf-baseline: deps $(ISO) $(QEMU_ISO)
+perf-baseline: deps $(IMAGES)
 	$(PYTHON) tools/baremm perf-check --update $(EXPERIMENT_ARGS)
 
 debug: deps $(ISO)

@@ -12,6 +12,7 @@
 #include "kernel/percpu.h"
 #include "kernel/string.h"
 #include "kernel/options.h"
+#include "kernel/multiboot1.h"
 #include "kernel/multiboot2.h"
 #include "kernel/exit.h"
 #include "kernel/ktest.h"
@@ -63,6 +64,8 @@ struct boot_info boot_info;
 static u8 mbi_copy[64 * 1024] __aligned(8);
 static char cmdline[MB2_CMDLINE_MAX];
 static char cmdline_shown[MB2_CMDLINE_MAX];
+static const char *boot_protocol = "none";	/* multiboot2 (GRUB) or multiboot (QEMU -kernel) */
+static char loader_shown[sizeof(boot_info.loader)];
 static bool want_help;
 static struct madt_info madt;
 u64 boot_mem_bytes;
@@ -72,6 +75,16 @@ const char *cmdline_source = "none";
 static u8 early_ist[3][PAGE_SIZE] __aligned(16);
 
 extern char __kernel_phys_start[], __kernel_phys_end[];
+
+/* Early physical access for the multiboot (v1) parser: boot/entry.asm identity-maps the
+ * first 4 GiB, where the loader's info lives. */
+static const void *boot_phys(u64 pa, u64 len, void *ctx)
+{
+	(void)ctx;
+	if (pa >= (4ULL << 30) || len > (4ULL << 30) - pa)
+		return NULL;
+	return (const void *)pa;
+}
 void switch_stack_and_call(u64 stack_top, void (*fn)(void));
 
 static __noreturn void early_fail(enum exit_status st, const char *what)
@@ -125,10 +138,11 @@ static void print_machine_header(void)
 	else
 		snprintf(pmu, sizeof(pmu), "none");
 	printk("BAREMM-MACHINE cpu_model=\"%s\" vendor=%s tsc_khz=%lu tsc_source=%s apic=%s accel=%s "
-	       "mem_mib=%lu cpus=%u firmware=%s pcid=%s invpcid=%s pmu=%s call_wait=%s "
-	       "call_wait_reason=%s build=%s cmdline_source=%s cmdline=\"%s\"\n",
+	       "mem_mib=%lu cpus=%u firmware=%s boot=%s loader=\"%s\" pcid=%s invpcid=%s pmu=%s "
+	       "call_wait=%s call_wait_reason=%s build=%s cmdline_source=%s cmdline=\"%s\"\n",
 	       model, boot_cpu.vendor, (unsigned long)tsc_khz, tsc_source, apic_mode_name(), accel,
 	       (unsigned long)(boot_mem_bytes >> 20), nr_cpu_ids, boot_info.efi ? "uefi" : "bios",
+	       boot_protocol, loader_shown,
 	       boot_cpu.pcid ? "yes" : "no", boot_cpu.invpcid ? "yes" : "no", pmu, smp_call_wait_name(),
 	       smp_call_wait_reason(), baremm_build_id,
 	       cmdline_source, cmdline_shown);
@@ -258,15 +272,24 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 		       (u64)early_ist[2] + PAGE_SIZE };
 	cpu_load_descriptors(0, ist);
 
-	if (magic != MB2_BOOTLOADER_MAGIC)
-		early_fail(EXIT_PANIC, "boot: not started by a multiboot2 loader (bad magic)");
-	u32 total = *(volatile u32 *)mbi_pa;	/* identity-mapped by boot/entry.asm */
-	if (total > sizeof(mbi_copy))
-		early_fail(EXIT_PANIC, "boot: multiboot2 info larger than 64 KiB");
-	memcpy(mbi_copy, (const void *)mbi_pa, total);
 	const char *err = NULL;
-	if (mb2_parse(mbi_copy, sizeof(mbi_copy), &boot_info, &err))
-		early_fail(EXIT_PANIC, err);
+	if (magic == MB2_BOOTLOADER_MAGIC) {
+		u32 total = *(volatile u32 *)mbi_pa;	/* identity-mapped by boot/entry.asm */
+		if (total > sizeof(mbi_copy))
+			early_fail(EXIT_PANIC, "boot: multiboot2 info larger than 64 KiB");
+		memcpy(mbi_copy, (const void *)mbi_pa, total);
+		if (mb2_parse(mbi_copy, sizeof(mbi_copy), &boot_info, &err))
+			early_fail(EXIT_PANIC, err);
+		boot_protocol = "multiboot2";
+	} else if (magic == MB1_BOOTLOADER_MAGIC) {
+		/* QEMU's -kernel loader (the deterministic modes); it leaves the info above
+		 * the image, read before anything is allocated there */
+		if (mb1_parse(mbi_pa, boot_phys, NULL, &boot_info, &err))
+			early_fail(EXIT_PANIC, err);
+		boot_protocol = "multiboot";
+	} else {
+		early_fail(EXIT_PANIC, "boot: not started by a multiboot loader (bad magic)");
+	}
 	for (int i = 0; i < boot_info.nr_warnings; i++)
 		printk("boot: firmware data: %s\n", boot_info.warnings[i]);
 	/* command line: QEMU fw_cfg (the runner) wins over the boot loader's */
@@ -308,6 +331,8 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 			cmdline[i] = ' ';
 	for (size_t i = 0; i < sizeof(cmdline_shown) - 1 && cmdline[i]; i++)
 		cmdline_shown[i] = cmdline[i] == '"' ? '\'' : cmdline[i];
+	for (size_t i = 0; i < sizeof(loader_shown) - 1 && boot_info.loader[i]; i++)
+		loader_shown[i] = boot_info.loader[i] == '"' ? '\'' : boot_info.loader[i];
 	char oerr[OPT_ERRLEN];
 	if (options_parse(cmdline, &want_help, oerr, sizeof(oerr))) {
 		printk("BAREMM-ERROR option: %s\n", oerr);

@@ -181,12 +181,21 @@ class IsoTest(unittest.TestCase):
             os.makedirs(os.path.dirname(src))
             with open(src, "wb") as f:
                 f.write(b"iso bytes")
+            with self.assertRaises(runner.ToolError):
+                pc.private_iso(d)                                # no flat image built yet
+            with open(runner.direct_image(src), "wb") as f:
+                f.write(b"bin bytes")
             out = pc.private_iso(d)
             self.assertNotEqual(out, src)
             with open(out, "rb") as f:
                 self.assertEqual(f.read(), b"iso bytes")
+            image = runner.direct_image(out)                     # the copy's own image
+            self.assertEqual(os.path.dirname(image), os.path.dirname(out))
+            with open(image, "rb") as f:
+                self.assertEqual(f.read(), b"bin bytes")
             pc.remove_copy(out)
             self.assertFalse(os.path.exists(out))
+            self.assertFalse(os.path.exists(image))
             pc.remove_copy(src)                                  # never the original
             self.assertTrue(os.path.exists(src))
         finally:

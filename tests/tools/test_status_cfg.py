@@ -262,7 +262,7 @@ class QemuCommandTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             argv = runner.build_command({"cmdline": "tests=* timeout=5", "smp": 4, "mem": "6G",
                                          "cpu": "qemu64", "firmware": "bios", "accel": "tcg",
-                                         "icount": True}, d, iso="/x/baremm.iso")
+                                         "icount": True, "boot": "grub"}, d, iso="/x/baremm.iso")
             s = " ".join(argv)
             for part in ("-machine q35", "-cdrom /x/baremm.iso", "-boot d", "-no-reboot",
                          "-device isa-debug-exit,iobase=0xf4,iosize=0x04", "-smp 4", "-m 6G",
@@ -271,6 +271,46 @@ class QemuCommandTest(unittest.TestCase):
                 self.assertIn(part, s)
             with open(os.path.join(d, "cmdline.txt")) as f:
                 self.assertEqual(f.read(), "tests=* timeout=5")
+
+    def test_boot_modes(self):
+        """Deterministic boots load the flat image through QEMU's multiboot loader (no
+        firmware disk I/O, so the instruction count at kernel entry does not follow the
+        host); everything else boots the ISO; direct refuses what it cannot do."""
+        with tempfile.TemporaryDirectory() as d:
+            iso = os.path.join(d, "baremm-qemu.iso")
+            for name in ("baremm-qemu.iso", "baremm.bin"):
+                open(os.path.join(d, name), "wb").close()
+            det = runner.build_command({"icount": True}, d, iso=iso)
+            self.assertIn("-kernel", det)
+            self.assertEqual(det[det.index("-kernel") + 1], os.path.join(d, "baremm.bin"))
+            self.assertNotIn("-cdrom", det)
+            self.assertEqual(runner.boot_mode({"model": "zen3"}), "direct")
+            for cfg in ({}, {"icount": True, "firmware": "uefi"},
+                        {"icount": True, "screendump": True}, {"icount": True, "boot": "grub"}):
+                self.assertEqual(runner.boot_mode(cfg), "grub", cfg)
+                if "screendump" in cfg or "firmware" in cfg:
+                    continue
+                argv = runner.build_command(dict(cfg), d, iso=iso)
+                self.assertIn("-cdrom", argv)
+                self.assertNotIn("-kernel", argv)
+            self.assertEqual(runner.boot_mode({"boot": "direct"}), "direct")   # TCG too
+            for bad in ({"boot": "direct", "firmware": "uefi"},
+                        {"boot": "direct", "screendump": True}, {"boot": "floppy"}):
+                with self.assertRaises(runner.ToolError):
+                    runner.boot_mode(bad)
+            # a private copy's own image wins over the build's
+            own = os.path.join(d, "copy.bin")
+            open(own, "wb").close()
+            self.assertEqual(runner.direct_image(os.path.join(d, "copy.iso")), own)
+            os.unlink(os.path.join(d, "baremm.bin"))
+            with self.assertRaises(runner.ToolError):                         # not built
+                runner.build_command({"icount": True}, d, iso=iso)
+
+    def test_boot_key(self):
+        es = cfg.parse("[a]\nboot=direct\n[b]\nsmp=1\n")
+        self.assertEqual([e["boot"] for e in es], ["direct", None])
+        with self.assertRaises(cfg.CfgError):
+            cfg.parse("[a]\nboot=pxe\n")
 
     def test_no_cmdline_no_fwcfg(self):
         with tempfile.TemporaryDirectory() as d:

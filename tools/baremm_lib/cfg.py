@@ -18,6 +18,8 @@ r"""tests/qemu/matrix.cfg and suites.cfg: kvm-unit-tests unittests.cfg style.
     screendump=yes            (compare the screen at the end with the serial log)
     screen_fit=<regex>        (kernel lines matching it must fit the screen's width)
     kernel=default|contracts  (contracts: the DEBUG_CONTRACTS=1 kernel, build/contracts/)
+    boot=grub|direct          (default: direct under icount with the BIOS, else grub;
+                               runner.boot_mode)
 
 Values run to the end of the line (a cmdline may contain '=' and '#'); only lines whose
 first non-blank character is '#' or ';' are comments. Unknown keys are errors.
@@ -30,7 +32,7 @@ DEFAULTS = {
     "cmdline": None, "smp": 1, "mem": "512M", "cpu": "max", "firmware": "bios",
     "accel": "tcg", "icount": False, "timeout": 120, "expect": "pass",
     "expect_output": None, "ktap": None, "groups": [], "cmdline_escaped": None,
-    "screendump": False, "screen_fit": None, "kernel": "default",
+    "screendump": False, "screen_fit": None, "kernel": "default", "boot": None,
 }
 KERNELS = ("default", "contracts")
 ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|[\\tvfnr0])")
@@ -125,6 +127,10 @@ def parse(text, path="<cfg>"):
             elif key == "accel":
                 if val not in ("tcg", "tcg-single", "tcg-multi", "kvm", "auto"):
                     raise ValueError("expected tcg, tcg-single, tcg-multi, kvm or auto")
+                cur[key] = val
+            elif key == "boot":
+                if val not in ("grub", "direct"):
+                    raise ValueError("expected grub or direct")
                 cur[key] = val
             elif key == "kernel":
                 if val not in KERNELS:

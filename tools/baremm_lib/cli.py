@@ -146,6 +146,10 @@ def add_boot_args(p):
     p.add_argument("--icount", action="store_true",
                    help="deterministic mode: -icount " + runner.ICOUNT)
     add_model_arg(p)
+    p.add_argument("--boot", choices=runner.BOOT_MODES, default=None,
+                   help="grub: the ISO through the firmware and GRUB; direct: QEMU's "
+                        "multiboot loader (-kernel build/baremm.bin), no disk I/O (default: "
+                        "direct under --icount/--model with the BIOS, else grub)")
     p.add_argument("--timeout", type=float, default=300,
                    help="host timeout in seconds; QEMU is killed after it (default 300)")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
@@ -166,7 +170,7 @@ def cmd_run(a):
                                        if (a.bench or a.cmdline) else "default"))
     base_cfg = {"cmdline": cmdline, "smp": a.smp, "mem": a.mem, "cpu": a.cpu,
                 "firmware": a.firmware, "accel": a.accel, "icount": a.icount,
-                "model": a.model, "timeout": a.timeout}
+                "model": a.model, "timeout": a.timeout, "boot": a.boot}
     boots = [(name, base_cfg)]
     if a.variants:
         if "=" not in a.variants:

@@ -50,14 +50,22 @@ class PerfError(Exception):
 
 
 def private_iso(workdir):
-    """A copy of the QEMU ISO (build/baremm-qemu.iso, whose GRUB menu does not wait) in
-    workdir, so that a concurrent rebuild cannot change the ISO under these boots."""
+    """A copy of the QEMU ISO (build/baremm-qemu.iso, whose GRUB menu does not wait) and of
+    the flat kernel image (build/baremm.bin, boot=direct) in workdir, so that a concurrent
+    rebuild cannot change them under these boots. Returns the ISO's path; the image is
+    beside it (runner.direct_image)."""
     src = os.path.join(runner.ROOT, runner.ISO)
     if not os.path.exists(src):
         raise runner.ToolError("%s does not exist (run make, or drop --no-build)" % src)
     dst = os.path.join(workdir, PRIVATE_ISO)
-    shutil.copyfile(src, dst + ".tmp")
-    os.replace(dst + ".tmp", dst)
+    pairs = [(src, dst), (runner.direct_image(src), os.path.splitext(dst)[0] + ".bin")]
+    for a, b in pairs:
+        if not os.path.exists(a):
+            raise runner.ToolError("%s does not exist (run make, or drop --no-build)" % a)
+    # the image first: direct_image() looks for it once the ISO is there
+    for a, b in reversed(pairs):
+        shutil.copyfile(a, b + ".tmp")
+        os.replace(b + ".tmp", b)
     return dst
 
 
@@ -121,9 +129,11 @@ def load_cfg(path):
 
 
 def remove_copy(iso):
-    """Delete an ISO made by private_iso (never the build's own)."""
-    if iso and os.path.basename(iso) == PRIVATE_ISO and os.path.exists(iso):
-        os.unlink(iso)
+    """Delete an ISO made by private_iso and its kernel image (never the build's own)."""
+    if iso and os.path.basename(iso) == PRIVATE_ISO:
+        for p in (iso, os.path.splitext(iso)[0] + ".bin"):
+            if os.path.exists(p):
+                os.unlink(p)
 
 
 def tolerance_for(entry, fig_name):

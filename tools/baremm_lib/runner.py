@@ -22,6 +22,13 @@ USB_ISO = "iso/baremm.iso"
 # The same ISO with a kernel that checks its contracts (make DEBUG_CONTRACTS=1, kernel/assert.h)
 CONTRACTS_ISO = "build/contracts/baremm-qemu.iso"
 KERNEL_ISOS = {"default": ISO, "contracts": CONTRACTS_ISO}
+# The kernel as a flat image for QEMU's multiboot (v1) loader (Makefile, boot/multiboot1.asm).
+# `boot=direct` loads it with -kernel: no firmware disk I/O and no GRUB, so the guest's
+# instruction count at kernel entry is the same on every boot however busy the host is
+# (under -icount the firmware's polling of the CD-ROM follows the host's I/O timing, and
+# with it the model's warm state and QEMU's round-robin phase). `boot=grub` boots the ISO.
+BIN_NAME = "baremm.bin"
+BOOT_MODES = ("grub", "direct")
 SCHEMA = "baremm-run/1"
 # The cycle-cost model (docs/COSTMODEL.md): a TCG plugin and its named CPU profiles.
 MODEL_SO = "build/model/costmodel.so"
@@ -161,9 +168,37 @@ def qemu_arg_path(p):
     return p.replace(",", ",,")
 
 
+def boot_mode(cfg):
+    """cfg's `boot`, or its default: `direct` for the deterministic modes (-icount, the
+    cost model) under SeaBIOS without a screen check, `grub` otherwise. QEMU's -kernel
+    loader needs the BIOS and gives no framebuffer, so those refuse `direct`."""
+    icount = bool(cfg.get("icount") or cfg.get("model"))
+    bios = cfg.get("firmware", "bios") == "bios"
+    mode = cfg.get("boot")
+    if mode is None:
+        return "direct" if icount and bios and not cfg.get("qmp_socket") and not cfg.get("screendump") else "grub"
+    if mode not in BOOT_MODES:
+        raise ToolError("unknown boot %r (%s)" % (mode, " or ".join(BOOT_MODES)))
+    if mode == "direct" and not bios:
+        raise ToolError("boot=direct needs firmware=bios (QEMU's multiboot loader is a "
+                        "SeaBIOS option ROM); UEFI boots go through GRUB")
+    if mode == "direct" and (cfg.get("qmp_socket") or cfg.get("screendump")):
+        raise ToolError("boot=direct has no framebuffer for a screen check: use boot=grub")
+    return mode
+
+
+def direct_image(iso):
+    """The flat kernel image that goes with @iso: NAME.bin beside NAME.iso (a private
+    copy, perfcheck.private_iso), else baremm.bin in the ISO's directory (the build's)."""
+    own = os.path.splitext(iso)[0] + ".bin"
+    if os.path.isfile(own):
+        return own
+    return os.path.join(os.path.dirname(iso), BIN_NAME)
+
+
 def build_command(cfg, workdir, iso=None, qemu=QEMU):
     """cfg keys: cmdline (None = GRUB's line), smp, mem, cpu, firmware, accel, icount,
-    model (a cost-model profile: implies icount, loads the plugin).
+    model (a cost-model profile: implies icount, loads the plugin), boot (boot_mode()).
 
     Writes the fw_cfg command-line file and the OVMF variable store copy into workdir.
     Returns the argv list.
@@ -171,7 +206,15 @@ def build_command(cfg, workdir, iso=None, qemu=QEMU):
     iso = os.path.abspath(iso or os.path.join(ROOT, ISO))
     icount = bool(cfg.get("icount") or cfg.get("model"))
     accel = resolve_accel(cfg.get("accel", "tcg"), icount)
-    argv = [qemu, "-machine", "q35", "-cdrom", iso, "-boot", "d",
+    if boot_mode(cfg) == "direct":
+        image = direct_image(iso)
+        if not os.path.isfile(image):
+            raise ToolError("%s does not exist: build it with `make` (boot=direct loads the "
+                            "flat kernel image)" % image)
+        media = ["-kernel", image]
+    else:
+        media = ["-cdrom", iso, "-boot", "d"]
+    argv = [qemu, "-machine", "q35"] + media + [
             "-nographic", "-monitor", "none", "-serial", "stdio", "-no-reboot", "-nic", "none",
             "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
             "-smp", str(cfg.get("smp", 1)), "-m", str(cfg.get("mem", "512M")),
@@ -433,7 +476,7 @@ def git_info(root=ROOT):
 def build(root=ROOT, quiet=False, model=False):
     """`make -s iso/baremm.iso build/baremm-qemu.iso` (and the cost-model plugin with
     model=True); raises ToolError on failure."""
-    targets = [USB_ISO, ISO] + ([MODEL_SO] if model else [])
+    targets = [USB_ISO, ISO, os.path.join("build", BIN_NAME)] + ([MODEL_SO] if model else [])
     r = subprocess.run(["make", "-s"] + targets, cwd=root, capture_output=True, text=True)
     if r.returncode != 0:
         raise ToolError("build failed (make -s %s, exit %d):\n%s%s"
@@ -444,7 +487,8 @@ def build(root=ROOT, quiet=False, model=False):
 
 def build_contracts(root=ROOT):
     """`make -s DEBUG_CONTRACTS=1 build/contracts/baremm-qemu.iso`; raises ToolError."""
-    r = subprocess.run(["make", "-s", "DEBUG_CONTRACTS=1", CONTRACTS_ISO], cwd=root,
+    r = subprocess.run(["make", "-s", "DEBUG_CONTRACTS=1", CONTRACTS_ISO,
+                        os.path.join(os.path.dirname(CONTRACTS_ISO), BIN_NAME)], cwd=root,
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise ToolError("build failed (make -s DEBUG_CONTRACTS=1 %s, exit %d):\n%s%s"
@@ -530,6 +574,7 @@ def make_record(cfg, argv, q, parsed, name="run", started=None):
         exit_status = st.EXIT_LOG_ERROR
     cfg_out = {k2: cfg.get(k2) for k2 in ("cmdline", "smp", "mem", "cpu", "firmware", "accel",
                                           "icount", "model", "timeout")}
+    cfg_out["boot"] = "direct" if "-kernel" in argv else "grub"
     cfg_out["accel_used"] = argv[argv.index("-accel") + 1] if "-accel" in argv else None
     return {
         "schema": SCHEMA,
