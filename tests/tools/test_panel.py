@@ -336,6 +336,45 @@ class RemodelTest(unittest.TestCase):
             self.remodel()
 
 
+class GuestDeterminismTest(unittest.TestCase):
+    """The model side's guest takes neither the host's randomness nor its clock: the
+    boot has norandmaps, a seeded RDRAND and a virtual RTC, and they are inputs of the
+    recorded panel (changing them makes it stale)."""
+
+    def test_guest_boot_is_seeded_and_in_the_digest(self):
+        saved = (P.make_initrd, P.kernel_image, P.runner.run_qemu, P.runner.model_plugin_args)
+        seen = {}
+
+        def run_qemu(argv, log, timeout):
+            seen["argv"] = argv
+            with open(log, "w") as f:
+                f.write("PANEL-END\n")
+            with open(log + ".model", "w") as f:
+                f.write("")
+            return {"duration_s": 0}
+        try:
+            P.make_initrd = lambda out, panel, vm: os.path.join(out, "initrd")
+            P.kernel_image = lambda: "/boot/vmlinuz-x"
+            P.runner.run_qemu = run_qemu
+            P.runner.model_plugin_args = lambda profile, args=None: ["-plugin", "p.so"]
+            with tempfile.TemporaryDirectory() as d:
+                P.run_model(d, "panel", "panel_vm", "host.cfg", 3)
+        finally:
+            P.make_initrd, P.kernel_image, P.runner.run_qemu, P.runner.model_plugin_args = saved
+        argv = " ".join(seen["argv"])
+        self.assertIn("-seed 1", argv)
+        self.assertIn("clock=vm", argv)
+        self.assertIn("norandmaps", seen["argv"][seen["argv"].index("-append") + 1])
+        a = P.inputs_sha("x = 1\n", "vmlinuz-x")
+        saved_q = list(P.GUEST_QEMU)
+        try:
+            P.GUEST_QEMU[:] = [x for x in P.GUEST_QEMU if x not in ("-seed", "1")]
+            self.assertNotEqual(P.inputs_sha("x = 1\n", "vmlinuz-x"), a)
+        finally:
+            P.GUEST_QEMU[:] = saved_q
+        self.assertEqual(P.inputs_sha("x = 1\n", "vmlinuz-x"), a)
+
+
 class StatsTest(unittest.TestCase):
     def test_median_ci_contains_median(self):
         v = list(range(1, 32))

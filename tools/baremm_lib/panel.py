@@ -80,8 +80,12 @@ PANEL_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOUR
                 "-DBAREMM_HOST", "-I.", "-Itests/host", "-fno-tree-vectorize"]
 STRING_CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I.", "-fno-tree-vectorize"]
 
-GUEST_APPEND = "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise nokaslr no5lvl"
+# norandmaps, -seed and a virtual RTC take the host's randomness and clock out of the
+# guest: user-space addresses, RDRAND (QEMU seeds its generator) and the wall-clock time
+# Linux mixes into its entropy pool are then the same in every boot.
+GUEST_APPEND = "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise nokaslr no5lvl norandmaps"
 GUEST_MEM = "3G"
+GUEST_QEMU = ["-seed", "1", "-rtc", "base=2025-01-01T00:00:00,clock=vm"]
 
 
 class PanelError(Exception):
@@ -156,11 +160,12 @@ def native_sha_at(rev):
 def inputs_sha(profile_text, kernel, model_args=""):
     """A digest of the panel's inputs: the code of every file compiled into the panel and
     the plugin (comments stripped), the profile's values, the guest's kernel image name,
-    memory and command line, extra plugin arguments. A recorded panel is current while
+    memory, command line and QEMU flags, extra plugin arguments. A recorded panel is current while
     this digest is unchanged."""
     h = hashlib.sha256()
     _digest_files(h, ROOT, compiled_files())
-    for x in (_code_only(profile_text, "p.cfg"), kernel, model_args or "", GUEST_APPEND, GUEST_MEM):
+    for x in (_code_only(profile_text, "p.cfg"), kernel, model_args or "", GUEST_APPEND, GUEST_MEM,
+              " ".join(GUEST_QEMU)):
         h.update(b"\0" + x.encode())
     return h.hexdigest()[:16]
 
@@ -392,7 +397,7 @@ def run_model(out, panel, vm, profile, rounds, only=None, timeout=3600, model_ar
     append = GUEST_APPEND + " panel_rounds=%d" % rounds + (" panel_only=" + only if only else "")
     argv = [runner.QEMU, "-machine", "q35", "-cpu", "max", "-m", GUEST_MEM, "-smp", "2",
             "-kernel", kernel_image(), "-initrd", initrd, "-append", append, "-nographic",
-            "-no-reboot", "-icount", runner.ICOUNT] + plug
+            "-no-reboot", "-icount", runner.ICOUNT] + GUEST_QEMU + plug
     q = runner.run_qemu(argv, log, timeout)
     with open(log, errors="replace") as f:
         serial = f.read()
