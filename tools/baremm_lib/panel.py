@@ -374,8 +374,11 @@ def reuse_model(d, profile):
         ptext = f.read()
     sha = inputs_sha(ptext, os.path.basename(kernel_image()), os.environ.get("BAREMM_MODEL_ARGS", ""))
     if old.get("inputs_sha") != sha:
-        raise PanelError("the guest run in %s had other inputs (%s, now %s): boot again" % (
-            d, old.get("inputs_sha"), sha))
+        now = os.environ.get("BAREMM_MODEL_ARGS", "")
+        hint = ("; its plugin arguments were %r, BAREMM_MODEL_ARGS is %r now"
+                % (old.get("model_args", ""), now) if old.get("model_args", "") != now else "")
+        raise PanelError("the guest run in %s had other inputs (%s, now %s%s): boot again" % (
+            d, old.get("inputs_sha"), sha, hint))
     log = old["boot"]["log"]
     with open(log, errors="replace") as f:
         serial = f.read()
@@ -582,6 +585,9 @@ def main(a):
     panel, vm = build(bdir)
     if not a.native_only and not a.reuse_model:
         build_plugin()
+    reused = None
+    if a.reuse_model:	# refused now, not after the native rounds, when its inputs differ
+        reused = reuse_model(a.reuse_model, profile)
     print("native-panel: native rounds (%d, interleaved) ..." % a.rounds, file=sys.stderr)
     text = run_native(panel, a.rounds, a.only) + run_native(vm, a.rounds, a.only)
     with open(os.path.join(out, "native.log"), "w") as f:
@@ -591,8 +597,8 @@ def main(a):
         raise PanelError("no row selected (--only %s)" % a.only)
     native = native_figures(nrows, clocks)
     guest_rows, model, boot, serial = {}, {}, None, None
-    if a.reuse_model:
-        serial, mtext, boot = reuse_model(a.reuse_model, profile)
+    if reused is not None:
+        serial, mtext, boot = reused
     elif not a.native_only:
         print("native-panel: Linux guest under the cost model (%s) ..." % pname, file=sys.stderr)
         serial, mtext, boot = run_model(out, panel, vm, profile, a.model_rounds, a.only)
