@@ -89,5 +89,38 @@ class CoreComparisonTest(unittest.TestCase):
                       docs.core_comparison(ex.EXPERIMENTS["003"], s_in, s_ooo, "skylake-sp"))
 
 
+class HostRunsTest(unittest.TestCase):
+    """Seed runs under the host profile are shown per CPU, each core's that was recorded,
+    with the core comparison when both are there (docs.host_blocks)."""
+
+    def test_blocks_per_cpu(self):
+        import json
+        import shutil
+        import tempfile
+        from baremm_lib import experiment as ex
+        with open(os.path.join(ROOT, "docs", "data", "seed-003-model-skylake-sp.json")) as f:
+            s = json.load(f)
+        d = tempfile.mkdtemp()
+        try:
+            data = os.path.join(d, "docs", "data")
+            os.makedirs(data)
+            s.update(model="host", cpu_id="GenuineIntel 6 167 1", profile_text="x = 1\n")
+            for name in ("seed-003-model-host-intel-6-a7.json", "seed-003-model-host-intel-6-a7-ooo.json",
+                         "seed-003-model-host-amd-19-11-ooo.json"):
+                with open(os.path.join(data, name), "w") as f:
+                    json.dump(dict(s, model_args="core=ooo" if "ooo" in name else ""), f)
+            runs = docs.host_runs(d, "003")
+            self.assertEqual([r[0] for r in runs], ["host-amd-19-11", "host-intel-6-a7"])
+            self.assertIsNone(runs[0][1])                      # AMD: out-of-order only
+            problems = []
+            text = "\n\n".join(docs.host_blocks(d, ex.EXPERIMENTS["003"], problems))
+            self.assertIn("Profile host on amd-19-11", text)
+            self.assertIn("In-order core: not recorded on this CPU", text)
+            self.assertIn("Profile host on intel-6-a7", text)
+            self.assertEqual(text.count("What the out-of-order core changed, profile host"), 1)
+        finally:
+            shutil.rmtree(d)
+
+
 if __name__ == "__main__":
     unittest.main()

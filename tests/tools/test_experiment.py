@@ -275,6 +275,32 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(len(s["results"]), 2)
         self.assertEqual(ex.data_name("004", False), "seed-004-tcg.json")
 
+    def test_host_profile_data_are_per_cpu_and_judged_by_that_cpus_panel(self):
+        """The host profile describes the machine it ran on: its data are saved per CPU
+        (like its panels), keep the calibration and the CPU, and a verdict read elsewhere
+        uses that CPU's panel, not the reader's."""
+        zen3 = "AuthenticAMD 25 1 1"
+        self.assertEqual(ex.data_name("003", True, model="host", model_args="core=ooo",
+                                      cpu_id=zen3), "seed-003-model-host-amd-19-1-ooo.json")
+        self.assertEqual(ex.data_name("003", True, model="host", cpu_id="GenuineIntel 6 207 2"),
+                         "seed-003-model-host-intel-6-cf.json")
+        self.assertEqual(ex.data_name("003", True, model="zen3", cpu_id=zen3),
+                         "seed-003-model-zen3.json")                      # published: one
+        from baremm_lib import modelerror
+        exp = ex.EXPERIMENTS["003"]
+        seen = []
+        saved = modelerror.load_panel
+        try:
+            modelerror.load_panel = lambda profile, data_dir=None, model_args=None, cpu_id=None: \
+                seen.append((profile, model_args, cpu_id))
+            with open(os.path.join(ROOT, "docs", "data", "seed-003-model-zen3.json")) as f:
+                res = json.load(f)["results"]
+            ex.Analysis(exp, res, True, {}, model="host", model_args="core=ooo",
+                        cpu_id=zen3).verdict()
+        finally:
+            modelerror.load_panel = saved
+        self.assertEqual(seen and seen[0], ("host", "core=ooo", zen3))
+
     def test_unknown_id(self):
         rc, _ = self.run_cli(["experiment", "009"])
         self.assertEqual(rc, 2)

@@ -28,6 +28,7 @@ Each block names the build its figures came from; a build of a dirty tree is a p
 `--check` regenerates in memory and fails (exit 1) when a file differs or a stamp is
 dirty: tests/tools/test_docs.py runs the same check, so `make test` fails on drift.
 """
+import glob
 import json
 import os
 import re
@@ -220,8 +221,48 @@ def gen_seed(ident):
                                     os.path.relpath(path, root), model=model))
             if margs and (model, False) in runs:
                 parts.append(core_comparison(exp, runs[(model, False)], data, model))
+        parts += host_blocks(root, exp, problems)
         return "\n\n".join(parts)
     return gen
+
+
+def host_runs(root, ident):
+    """The seed's runs under the host profile, per CPU they were recorded on:
+    [(cpu tag, in-order data or None, its path, out-of-order data or None, its path)]."""
+    tags = set()
+    for path in glob.glob(os.path.join(root, DATA_DIR, "seed-%s-model-host-*.json" % ident)):
+        tag = os.path.basename(path)[len("seed-%s-model-" % ident):-len(".json")]
+        tags.add(tag[:-len("-ooo")] if tag.endswith("-ooo") else tag)
+    out = []
+    for tag in sorted(tags):
+        got = []
+        for suffix in ("", "-ooo"):
+            path = os.path.join(root, DATA_DIR, "seed-%s-model-%s%s.json" % (ident, tag, suffix))
+            got += [_load(path) if os.path.exists(path) else None, os.path.relpath(path, root)]
+        out.append((tag,) + tuple(got))
+    return out
+
+
+def host_blocks(root, exp, problems):
+    """The host profile's runs, one CPU after the other: each core's block and what the
+    out-of-order core changed. A CPU's profile is its own calibration (kept in the data),
+    so these stand beside the published profiles' runs, never in their place."""
+    parts = []
+    for tag, s_in, p_in, s_ooo, p_ooo in host_runs(root, exp.id):
+        parts.append("**Profile host on %s** (this CPU's own calibration, `tools/baremm "
+                     "calibrate`; the data keep the profile it gave):" % tag[len("host-"):])
+        for s, path in ((s_in, p_in), (s_ooo, p_ooo)):
+            if s is None:
+                parts.append("%s core: not recorded on this CPU (`%stools/baremm experiment "
+                             "%s --model host --save docs/data` there writes `%s`)." % (
+                                 "Out-of-order" if path.endswith("-ooo.json") else "In-order",
+                                 "BAREMM_MODEL_ARGS=core=ooo " if path.endswith("-ooo.json")
+                                 else "", exp.id, path))
+                continue
+            parts.append(seed_block(exp, s, True, problems, path, model="host"))
+        if s_in is not None and s_ooo is not None:
+            parts.append(core_comparison(exp, s_in, s_ooo, "host"))
+    return parts
 
 
 # where a model cycle went: (label, the plugin's part.NAME, the in-order core's charge
@@ -285,9 +326,10 @@ def core_comparison(exp, s_in, s_ooo, model):
          "where the cycles per op went, in-order -> out-of-order (* = the in-order run "
          "has no breakdown: its charge event, paid in series)"], left=(0, 1, 5)), rows))
     va = ex.Analysis(exp, s_in.get("results", []), True, s_in.get("machine") or {}, model=model,
-                     model_args=s_in.get("model_args", "")).verdict()
+                     model_args=s_in.get("model_args", ""), cpu_id=s_in.get("cpu_id")).verdict()
     vb = ex.Analysis(exp, s_ooo.get("results", []), True, s_ooo.get("machine") or {},
-                     model=model, model_args=s_ooo.get("model_args", "")).verdict()
+                     model=model, model_args=s_ooo.get("model_args", ""),
+                     cpu_id=s_ooo.get("cpu_id")).verdict()
     cl = []
     for ca, cb in zip(va.get("claims", []), vb.get("claims", [])):
         if ca["claim"] != cb["claim"] or ca["case"] != cb["case"]:
@@ -333,7 +375,8 @@ def seed_block(exp, s, icount, problems, path, model=None):
     for head, rows in ex.event_tables(exp, results):
         out.append("Events per operation, `%s`:\n\n%s" % (head[0], table.markdown(
             table.columns(["event"] + ["`%s`" % h for h in head[1:]], left=(0,)), rows)))
-    v = ex.Analysis(exp, results, icount, m, model=model, model_args=margs).verdict()
+    v = ex.Analysis(exp, results, icount, m, model=model, model_args=margs,
+                    cpu_id=s.get("cpu_id")).verdict()
     out.append("Verdict: **%s**. %s" % (v["agree"], v["text"]))
     return "\n\n".join(out)
 

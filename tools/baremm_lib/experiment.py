@@ -15,7 +15,7 @@ import textwrap
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Tuple
 
-from . import compare, perfcheck, plot as plotmod, runner, status as st, table, verdict
+from . import compare, modelerror, perfcheck, plot as plotmod, runner, status as st, table, verdict
 from .figure import Figure, format_variant
 
 
@@ -137,8 +137,10 @@ def ops_per_s(r):
 class Analysis:
     """What a verdict reads: the experiment, its figures grouped by value, the mode."""
 
-    def __init__(self, exp, results, icount, machine=None, model=None, model_args=None):
+    def __init__(self, exp, results, icount, machine=None, model=None, model_args=None,
+                 cpu_id=None):
         self.exp = exp
+        self.cpu_id = cpu_id            # the host profile's CPU (None: this machine's)
         self.results = results
         self.icount = icount
         self.model = model              # cost-model profile name, or None
@@ -161,7 +163,8 @@ class Analysis:
         if self.exp.thread is None:
             return {"agree": verdict.INCONCLUSIVE, "ours": "", "text": "", "claims": [],
                     "linux": []}
-        return verdict.decide(self.exp, self.groups, self.icount, self.model, self.model_args)
+        return verdict.decide(self.exp, self.groups, self.icount, self.model, self.model_args,
+                              cpu_id=self.cpu_id)
 
 
 def fmt_ev(v):
@@ -489,6 +492,11 @@ def report(exp, results, machine, icount, cmdlines, all_events=False, model=None
     return "\n".join(out) + "\n", v
 
 
+def _profile_text(model):
+    with open(runner.resolve_profile(model)) as f:
+        return f.read()
+
+
 def run_one(exp, a, top, out=sys.stdout):
     model = getattr(a, "model", None)
     icount = bool(a.icount or model)
@@ -525,6 +533,10 @@ def run_one(exp, a, top, out=sys.stdout):
     margs = os.environ.get("BAREMM_MODEL_ARGS", "") if model else ""
     summary = {"id": exp.id, "title": exp.title, "icount": icount, "model": model, "smp": smp,
                "model_args": margs,
+               # the host profile is this CPU's: its verdict reads this CPU's panel, and
+               # the calibration it came from is kept with the figures
+               "cpu_id": runner.host_cpuinfo()["id"] if model == runner.HOST_PROFILE else None,
+               "profile_text": _profile_text(model) if model == runner.HOST_PROFILE else None,
                "cmdlines": [c for _, c in cls], "verdict": v,
                "status": [rec["status"] for _, rec in boots],
                "results": results, "machine": machine}
@@ -548,11 +560,13 @@ def run_one(exp, a, top, out=sys.stdout):
     return summary, status
 
 
-def data_name(ident, icount, alt=False, model=None, model_args=""):
+def data_name(ident, icount, alt=False, model=None, model_args="", cpu_id=None):
     """File name of an experiment's saved summary (docs/data/, `make seeds`): -ooo after
-    the profile under the out-of-order core, so that both cores' runs sit side by side."""
+    the profile under the out-of-order core, so that both cores' runs sit side by side;
+    the host profile's per CPU (its panel's name, modelerror.panel_name: host-<cpu>),
+    since it describes the machine it ran on (@cpu_id: that machine's, default this one's)."""
     if model:
-        mode = "model-" + runner.safe_name(model) + ("-ooo" if runner.core_ooo(model_args) else "")
+        mode = "model-" + runner.safe_name(modelerror.panel_name(model, model_args, cpu_id))
     else:
         mode = "icount" if icount else "tcg"
     return "seed-%s%s-%s.json" % (ident, "-alt" if alt else "", mode)

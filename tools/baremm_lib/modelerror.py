@@ -60,32 +60,33 @@ def panel_name(profile, model_args="", cpu_id=None):
     return name + ("-ooo" if runner.core_ooo(model_args) else "")
 
 
-def panel_path(profile, data_dir=None, model_args=None):
-    """The panel of a profile under the plugin arguments (default: BAREMM_MODEL_ARGS)."""
+def panel_path(profile, data_dir=None, model_args=None, cpu_id=None):
+    """The panel of a profile under the plugin arguments (default: BAREMM_MODEL_ARGS); the
+    host profile's of CPU @cpu_id (default this machine's)."""
     if model_args is None:
         model_args = os.environ.get("BAREMM_MODEL_ARGS", "")
     return os.path.join(data_dir or DATA_DIR,
-                        "native-panel-%s.json" % panel_name(profile, model_args))
+                        "native-panel-%s.json" % panel_name(profile, model_args, cpu_id))
 
 
-def load_panel(profile, data_dir=None, model_args=None):
+def load_panel(profile, data_dir=None, model_args=None, cpu_id=None):
     try:
-        with open(panel_path(profile, data_dir, model_args)) as f:
+        with open(panel_path(profile, data_dir, model_args, cpu_id)) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
 
 
-def error_for(exp_id, profile, panel=None, data_dir=None, model_args=None):
+def error_for(exp_id, profile, panel=None, data_dir=None, model_args=None, cpu_id=None):
     """{"pp": error in percentage points or None, "how": one sentence}. The panel is the
     one of the core the figures came from (model_args, default BAREMM_MODEL_ARGS)."""
     shape = SHAPES.get(exp_id)
     if shape is None:
         return {"pp": None, "how": "no panel shape is named for experiment %s" % exp_id}
-    panel = panel if panel is not None else load_panel(profile, data_dir, model_args)
+    panel = panel if panel is not None else load_panel(profile, data_dir, model_args, cpu_id)
     if panel is None:
         return {"pp": None, "how": "no native panel for profile %s (%s)" % (
-            profile, os.path.relpath(panel_path(profile, data_dir, model_args), REPO_ROOT))}
+            profile, os.path.relpath(panel_path(profile, data_dir, model_args, cpu_id), REPO_ROOT))}
     rows = {r["name"]: r for r in panel.get("rows", [])}
     if shape[0] == "pair":
         a, b = shape[1], shape[2]

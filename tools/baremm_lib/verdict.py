@@ -313,7 +313,7 @@ def cpus_str(n):
     return "1 CPU" if n == 1 else "%d CPUs" % n
 
 
-def decide(exp, groups, icount, model=None, model_args=None):
+def decide(exp, groups, icount, model=None, model_args=None, cpu_id=None):
     """The verdict of one experiment run. exp has .thread (MailThread), .variant, .op (what
     one of our operations is), .explain (events quoted), .linux (LinuxCost or None),
     .linux_none (why there is none), .cost (the two values whose time difference is
@@ -335,7 +335,7 @@ def decide(exp, groups, icount, model=None, model_args=None):
             e = effect_of(ra, rb, c.ours, unit)
             err = None
             if model and c.ours == "time":
-                err = modelerror.error_for(exp.id, model, model_args=model_args)
+                err = modelerror.error_for(exp.id, model, model_args=model_args, cpu_id=cpu_id)
                 e = widen(e, err["pp"])
             v, ours = judge(c, e)
             judged.append(v)
