@@ -19,25 +19,6 @@
 #define MBI_LOADER 64
 #define MMAP_ENTRY_MIN 20	/* base, length, type after the size word */
 
-static u32 rd32(const u8 *p)
-{
-	u32 v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static u64 rd64(const u8 *p)
-{
-	u64 v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static void warn(struct boot_info *bi, const char *w)
-{
-	if (bi->nr_warnings < MB2_MAX_WARNINGS)
-		bi->warnings[bi->nr_warnings++] = w;
-}
 
 /* Copy the NUL-terminated string at @pa into dst[cap]; true when it was cut. */
 static bool copy_string(u64 pa, mb1_phys_fn phys, void *ctx, char *dst, size_t cap,
@@ -47,7 +28,7 @@ static bool copy_string(u64 pa, mb1_phys_fn phys, void *ctx, char *dst, size_t c
 	for (;; n++) {
 		const u8 *c = phys(pa + n, 1, ctx);
 		if (!c) {
-			warn(bi, "multiboot: string runs into unreadable memory, cut there");
+			boot_info_warn(bi, "multiboot: string runs into unreadable memory, cut there");
 			break;
 		}
 		if (!*c)
@@ -70,14 +51,14 @@ int mb1_parse(u64 info_pa, mb1_phys_fn phys, void *ctx, struct boot_info *bi, co
 		*err = "multiboot: info block unreadable";
 		return -1;
 	}
-	u32 flags = rd32(mbi);
+	u32 flags = mb_rd32(mbi);
 	if (flags & MBI_FLAG_LOADER) {
-		if (copy_string(rd32(mbi + MBI_LOADER), phys, ctx, bi->loader, sizeof(bi->loader), bi))
-			warn(bi, "multiboot: boot loader name too long, truncated");
+		if (copy_string(mb_rd32(mbi + MBI_LOADER), phys, ctx, bi->loader, sizeof(bi->loader), bi))
+			boot_info_warn(bi, "multiboot: boot loader name too long, truncated");
 	}
 	if (flags & MBI_FLAG_CMDLINE) {
 		char line[MB2_CMDLINE_MAX + 256];
-		bool cut = copy_string(rd32(mbi + MBI_CMDLINE), phys, ctx, line, sizeof(line), bi);
+		bool cut = copy_string(mb_rd32(mbi + MBI_CMDLINE), phys, ctx, line, sizeof(line), bi);
 		/* the first word is the kernel image's path, not an option */
 		const char *args = line;
 		while (*args && *args != ' ')
@@ -87,7 +68,7 @@ int mb1_parse(u64 info_pa, mb1_phys_fn phys, void *ctx, struct boot_info *bi, co
 		size_t len = strlen(args);
 		bi->have_cmdline = true;
 		if (cut || len > sizeof(bi->cmdline) - 1) {
-			warn(bi, "multiboot: command line too long, truncated");
+			boot_info_warn(bi, "multiboot: command line too long, truncated");
 			bi->cmdline_cut = true;
 			len = sizeof(bi->cmdline) - 1;
 		}
@@ -95,33 +76,33 @@ int mb1_parse(u64 info_pa, mb1_phys_fn phys, void *ctx, struct boot_info *bi, co
 		bi->cmdline[len] = 0;
 	}
 	if (flags & MBI_FLAG_MMAP) {
-		u32 total = rd32(mbi + MBI_MMAP_LENGTH), base = rd32(mbi + MBI_MMAP_ADDR);
+		u32 total = mb_rd32(mbi + MBI_MMAP_LENGTH), base = mb_rd32(mbi + MBI_MMAP_ADDR);
 		const u8 *map = total ? phys(base, total, ctx) : NULL;
 		if (!map && total)
-			warn(bi, "multiboot: memory map unreadable, ignored");
+			boot_info_warn(bi, "multiboot: memory map unreadable, ignored");
 		/* each entry: u32 size of what follows, u64 base, u64 length, u32 type */
 		for (u32 e = 0; map && e < total && 4 <= total - e;) {
-			u32 esz = rd32(map + e);
+			u32 esz = mb_rd32(map + e);
 			if (esz < MMAP_ENTRY_MIN || esz > total - e - 4) {
-				warn(bi, "multiboot: memory map entry truncated, rest ignored");
+				boot_info_warn(bi, "multiboot: memory map entry truncated, rest ignored");
 				break;
 			}
 			if (bi->nr_ranges == MB2_MAX_RANGES) {
-				warn(bi, "multiboot: memory map has too many entries, rest ignored");
+				boot_info_warn(bi, "multiboot: memory map has too many entries, rest ignored");
 				break;
 			}
 			struct mem_range *r = &bi->ranges[bi->nr_ranges++];
-			r->base = rd64(map + e + 4);
-			r->size = rd64(map + e + 12);
-			r->type = rd32(map + e + 20);
+			r->base = mb_rd64(map + e + 4);
+			r->size = mb_rd64(map + e + 12);
+			r->type = mb_rd32(map + e + 20);
 			e += esz + 4;
 		}
 	}
 	if (bi->nr_ranges == 0 && (flags & MBI_FLAG_MEM)) {
 		/* no map: the two counts, conventional memory and what follows 1 MiB */
-		warn(bi, "multiboot: no memory map, using mem_lower/mem_upper");
-		bi->ranges[0] = (struct mem_range){ 0, (u64)rd32(mbi + MBI_MEM_LOWER) << 10, MEM_USABLE };
-		bi->ranges[1] = (struct mem_range){ 1ULL << 20, (u64)rd32(mbi + MBI_MEM_UPPER) << 10,
+		boot_info_warn(bi, "multiboot: no memory map, using mem_lower/mem_upper");
+		bi->ranges[0] = (struct mem_range){ 0, (u64)mb_rd32(mbi + MBI_MEM_LOWER) << 10, MEM_USABLE };
+		bi->ranges[1] = (struct mem_range){ 1ULL << 20, (u64)mb_rd32(mbi + MBI_MEM_UPPER) << 10,
 						    MEM_USABLE };
 		bi->nr_ranges = 2;
 	}

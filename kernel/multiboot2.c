@@ -14,11 +14,12 @@
 
 #define PHYS_LIMIT (1ULL << 52)
 
-static void warn(struct boot_info *bi, const char *w)
+void boot_info_warn(struct boot_info *bi, const char *w)
 {
 	if (bi->nr_warnings < MB2_MAX_WARNINGS)
 		bi->warnings[bi->nr_warnings++] = w;
 }
+
 
 static u32 rank(u32 type)
 {
@@ -39,15 +40,15 @@ int mem_ranges_normalize(struct mem_range *r, int n, int max, struct boot_info *
 	for (int i = 0; i < n; i++) {
 		u64 b = r[i].base, s = r[i].size;
 		if (s == 0) {
-			warn(bi, "memory map: zero-length entry dropped");
+			boot_info_warn(bi, "memory map: zero-length entry dropped");
 			continue;
 		}
 		if (b + s < b || b >= PHYS_LIMIT) {
-			warn(bi, "memory map: entry beyond the physical address limit dropped");
+			boot_info_warn(bi, "memory map: entry beyond the physical address limit dropped");
 			continue;
 		}
 		if (b + s > PHYS_LIMIT) {
-			warn(bi, "memory map: entry clipped at the physical address limit");
+			boot_info_warn(bi, "memory map: entry clipped at the physical address limit");
 			s = PHYS_LIMIT - b;
 		}
 		if (r[i].type < MEM_USABLE || r[i].type > MEM_BAD)
@@ -91,7 +92,7 @@ int mem_ranges_normalize(struct mem_range *r, int n, int max, struct boot_info *
 		if (best < 0)
 			continue;
 		if (covering > 1 && !overlap_warned) {
-			warn(bi, "memory map: overlapping entries (the more restrictive type wins)");
+			boot_info_warn(bi, "memory map: overlapping entries (the more restrictive type wins)");
 			overlap_warned = true;
 		}
 		u32 t = r[best].type;
@@ -103,7 +104,7 @@ int mem_ranges_normalize(struct mem_range *r, int n, int max, struct boot_info *
 			out[no].type = t;
 			no++;
 		} else {
-			warn(bi, "memory map: too many entries, the rest ignored");
+			boot_info_warn(bi, "memory map: too many entries, the rest ignored");
 			break;
 		}
 	}
@@ -123,19 +124,6 @@ static u32 efi_type(u32 t)
 	}
 }
 
-static u32 rd32(const u8 *p)
-{
-	u32 v;
-	memcpy(&v, p, 4);
-	return v;
-}
-static u64 rd64(const u8 *p)
-{
-	u64 v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
 int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **err)
 {
 	const u8 *p = mbi;
@@ -144,7 +132,7 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 		*err = "multiboot2 info smaller than its header";
 		return -1;
 	}
-	u32 total = rd32(p);
+	u32 total = mb_rd32(p);
 	if (total < 16 || total > avail) {
 		*err = "multiboot2 info total_size is absurd (or larger than the copy)";
 		return -1;
@@ -156,9 +144,9 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 	/* Bounds are checked as "x <= limit - offset", never "offset + x <= limit": a
 	 * firmware size near 2^32 must not wrap the sum past the check. */
 	while (8 <= total - off) {
-		u32 type = rd32(p + off), size = rd32(p + off + 4);
+		u32 type = mb_rd32(p + off), size = mb_rd32(p + off + 4);
 		if (size < 8 || size > total - off) {
-			warn(bi, "multiboot2: truncated tag, parsing stopped");
+			boot_info_warn(bi, "multiboot2: truncated tag, parsing stopped");
 			break;
 		}
 		const u8 *t = p + off;
@@ -179,7 +167,7 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 			if (type == TAG_CMDLINE) {
 				bi->have_cmdline = true;
 				if (8 + n < size && t[8 + n] && n + 1 == cap) {
-					warn(bi, "multiboot2: command line too long, truncated");
+					boot_info_warn(bi, "multiboot2: command line too long, truncated");
 					bi->cmdline_cut = true;
 				}
 			}
@@ -188,21 +176,21 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 		case TAG_MMAP: {
 			if (size < 16)
 				break;
-			u32 esz = rd32(t + 8);
+			u32 esz = mb_rd32(t + 8);
 			if (esz < 24) {
-				warn(bi, "multiboot2: memory map entry size too small, map ignored");
+				boot_info_warn(bi, "multiboot2: memory map entry size too small, map ignored");
 				break;
 			}
 			have_mmap = true;
 			for (u32 e = 16; e <= size && esz <= size - e; e += esz) {
 				if (bi->nr_ranges == MB2_MAX_RANGES) {
-					warn(bi, "multiboot2: memory map has too many entries, rest ignored");
+					boot_info_warn(bi, "multiboot2: memory map has too many entries, rest ignored");
 					break;
 				}
 				struct mem_range *r = &bi->ranges[bi->nr_ranges++];
-				r->base = rd64(t + e);
-				r->size = rd64(t + e + 8);
-				r->type = rd32(t + e + 16);
+				r->base = mb_rd64(t + e);
+				r->size = mb_rd64(t + e + 8);
+				r->type = mb_rd32(t + e + 16);
 			}
 			break;
 		}
@@ -210,17 +198,17 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 			bi->efi = true;
 			if (size < 16)
 				break;
-			u32 dsz = rd32(t + 8);
+			u32 dsz = mb_rd32(t + 8);
 			if (dsz < 40)
 				break;
 			for (u32 e = 16; e <= size && dsz <= size - e && nefi < MB2_MAX_RANGES; e += dsz) {
-				u64 pages = rd64(t + e + 24);
+				u64 pages = mb_rd64(t + e + 24);
 				if (pages > (PHYS_LIMIT >> EFI_PAGE_SHIFT)) {	/* the shift would wrap */
-					warn(bi, "multiboot2: EFI map entry with an absurd page count dropped");
+					boot_info_warn(bi, "multiboot2: EFI map entry with an absurd page count dropped");
 					continue;
 				}
-				efi_ranges[nefi].type = efi_type(rd32(t + e));
-				efi_ranges[nefi].base = rd64(t + e + 8);
+				efi_ranges[nefi].type = efi_type(mb_rd32(t + e));
+				efi_ranges[nefi].base = mb_rd64(t + e + 8);
 				efi_ranges[nefi].size = pages << EFI_PAGE_SHIFT;
 				nefi++;
 			}
@@ -234,7 +222,7 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 			int len = (int)size - 8;
 			int want = type == TAG_ACPI_NEW ? 36 : 20;
 			if (len < want) {
-				warn(bi, "multiboot2: ACPI RSDP tag too short, ignored");
+				boot_info_warn(bi, "multiboot2: ACPI RSDP tag too short, ignored");
 				break;
 			}
 			/* prefer the v2 RSDP when both are given */
@@ -246,10 +234,10 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 		}
 		case TAG_FRAMEBUFFER:
 			if (size >= 31) {
-				bi->fb.addr = rd64(t + 8);
-				bi->fb.pitch = rd32(t + 16);
-				bi->fb.width = rd32(t + 20);
-				bi->fb.height = rd32(t + 24);
+				bi->fb.addr = mb_rd64(t + 8);
+				bi->fb.pitch = mb_rd32(t + 16);
+				bi->fb.width = mb_rd32(t + 20);
+				bi->fb.height = mb_rd32(t + 24);
 				bi->fb.bpp = t[28];
 				bi->fb.type = t[29];
 				bi->fb.present = true;
@@ -263,7 +251,7 @@ int mb2_parse(const void *mbi, size_t avail, struct boot_info *bi, const char **
 		off += (size + 7) & ~7u;
 	}
 	if (!end_seen)
-		warn(bi, "multiboot2: no end tag");
+		boot_info_warn(bi, "multiboot2: no end tag");
 	if (!have_mmap && nefi) {
 		memcpy(bi->ranges, efi_ranges, sizeof(efi_ranges[0]) * (size_t)nefi);
 		bi->nr_ranges = nefi;

@@ -8,6 +8,7 @@
 #ifndef BAREMM_MULTIBOOT2_H
 #define BAREMM_MULTIBOOT2_H
 
+#include "kernel/string.h"
 #include "kernel/types.h"
 
 #define MB2_BOOTLOADER_MAGIC 0x36d76289
@@ -43,6 +44,24 @@ struct boot_info {
 	const char *warnings[MB2_MAX_WARNINGS];
 	int nr_warnings;
 };
+
+/* Little-endian fields at any alignment, as boot loaders lay them out (both parsers). */
+static inline u32 mb_rd32(const u8 *p)
+{
+	u32 v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline u64 mb_rd64(const u8 *p)
+{
+	u64 v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* Record a finding about the loader's data in @bi (kept until MB2_MAX_WARNINGS). */
+void boot_info_warn(struct boot_info *bi, const char *w);
 
 /* Parse the info block at @mbi (total size in its first u32). Returns 0, or -1 with
  * *err set when the block is unusable (no memory map at all, bad sizes). */
