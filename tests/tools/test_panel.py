@@ -492,6 +492,46 @@ class CheckTest(unittest.TestCase):
                 P.ROOT = saved
         self.assertNotEqual(rc, 0)
 
+    def test_stale_panel_fails_unless_its_natives_are_of_older_sources(self):
+        """A recorded panel whose inputs changed fails (a remodel refreshes it from any
+        CPU) unless its natives were measured from other native sources: only its CPU can
+        measure them again, so that is a skip with the command, not a failure."""
+        import contextlib
+        import io
+        import json
+        from baremm_lib import panelcheck as C
+        saved = (P.ROOT, P.cpu_id, P.native_sha, P.inputs_sha, P.recorded_profile_text)
+        out = {}
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                P.ROOT = d
+                P.cpu_id = lambda: "GenuineIntel 6 207 2"
+                P.native_sha = lambda root=None: "now"
+                P.inputs_sha = lambda *a: "fresh"
+                P.recorded_profile_text = lambda rec: ""
+                os.makedirs(os.path.join(d, "docs", "data"))
+                for natives in ("now", "older"):
+                    for suffix in ("", "-ooo"):
+                        with open(os.path.join(d, "docs", "data",
+                                               "native-panel-host-intel-6-cf%s.json" % suffix), "w") as f:
+                            json.dump({"inputs_sha": "stale", "native_sha": natives,
+                                       "profile_text": "x = 1\n", "rows": []}, f)
+                    buf = io.StringIO()
+                    with contextlib.redirect_stdout(buf):
+                        rc = C.main(type("A", (), {"model": None, "rounds": 1})())
+                    out[natives] = (rc, buf.getvalue())
+        finally:
+            P.ROOT, P.cpu_id, P.native_sha, P.inputs_sha, P.recorded_profile_text = saved
+        rc, text = out["now"]
+        self.assertNotEqual(rc, 0)
+        self.assertIn("not ok 1 panel.recorded", text)
+        self.assertIn("--remodel", text)
+        rc, text = out["older"]
+        self.assertEqual(rc, 0)
+        self.assertIn("ok 1 panel.recorded # SKIP", text)
+        self.assertIn("older native sources (older, now now)", text)
+        self.assertIn("0 passed, 0 failed, 2 skipped", text)
+
     def test_in_band_passes(self):
         from baremm_lib import panelcheck as C
         out = C.checks(self.rec(100.0, 1.0), self.native(100.0), "X 6 1 1")

@@ -142,6 +142,18 @@ def native_sha(root=ROOT):
     return h.hexdigest()[:16]
 
 
+def recorded_native_sha(rec):
+    """The native side's digest a recorded panel was measured with: kept in the panel
+    (newer recordings, remodels), else that of its git revision."""
+    got = rec.get("native_sha") or (rec.get("remodelled") or {}).get("native_sha")
+    if got:
+        return got
+    rev = (rec.get("git") or {}).get("rev")
+    if not rev or (rec.get("git") or {}).get("dirty"):
+        raise PanelError("the panel names no clean git revision")
+    return native_sha_at(rev)
+
+
 def native_sha_at(rev):
     """native_sha of the committed tree at git revision @rev."""
     d = tempfile.mkdtemp(prefix="panel-rev-")
@@ -623,6 +635,7 @@ def main(a):
             "inputs_sha": None if boot is None else inputs_sha(
                 ptext, os.path.basename(kernel_image()), os.environ.get("BAREMM_MODEL_ARGS", "")),
             "cpu_id": cpu_id(),
+            "native_sha": native_sha(),
             "duration_s": round(time.monotonic() - t0, 1)}
     table(data)
     runner.write_json(os.path.join(out, "panel.json"), data)
@@ -814,7 +827,7 @@ def remodel(path, out, save=None):
     native_rev = (old.get("remodelled") or {}).get("native_git") or (old.get("git") or {}).get("rev")
     if not native_rev or (old.get("git") or {}).get("dirty"):
         raise PanelError("%s names no clean git revision: its native side cannot be checked" % path)
-    then, now = native_sha_at(native_rev), native_sha()
+    then, now = recorded_native_sha(old), native_sha()
     if then != now:
         raise PanelError("the native side's sources changed since %s (%s, now %s): measure the "
                          "panel anew on its CPU (%s)" % (native_rev[:12], then, now, old.get("cpu_id")))

@@ -21,7 +21,8 @@ measured now, on the chosen rows, in about ten seconds. Per row:
 A row whose native minimum does not repeat (a noisy host) is a SKIP with the reason, and
 so is a row's ratio_recorded when the recorded minimum did not repeat, every row on a CPU
 other than the one the recorded panel was measured on, and the host profile's checks on
-a CPU with no host panel recorded.
+a CPU with no host panel recorded, or one whose natives were recorded from older native
+sources (panel.native_sha: only that CPU can measure them again).
 """
 import argparse
 import os
@@ -130,6 +131,18 @@ def main(a):
             continue
         sha = P.inputs_sha(P.recorded_profile_text(rec), rec.get("kernel") or "", rec.get("model_args", ""))
         if sha != rec.get("inputs_sha"):
+            try:
+                then, now = P.recorded_native_sha(rec), P.native_sha()
+            except P.PanelError as e:
+                then, now = None, str(e)
+            if then is not None and then != now:
+                # the natives were measured from other code: only this CPU can measure them
+                # again, so there is nothing to compare with; a plugin-only change below
+                # can be refreshed from any CPU and stays a failure
+                lines.append(("%s.recorded" % prefix, "skip", "%s was measured from older "
+                              "native sources (%s, now %s): no reference on this CPU until "
+                              "it is recorded again here: %s" % (rel, then, now, cmd)))
+                continue
             lines.append(("%s.recorded" % prefix, "fail", "%s is stale (its inputs changed: "
                           "sources, profile or kernel): run %s, or, when only the plugin "
                           "changed, tools/baremm native-panel --remodel %s --save docs/data "
