@@ -82,6 +82,13 @@ class DeriveTest(unittest.TestCase):
             self.assertTrue(self.c[k].startswith("MEASURED: "), k)
         for k in ("prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle"):
             self.assertTrue(self.c[k].startswith("LOOKED UP (Emerald Rapids"), k)
+        # the mispredict loop's whole cost minus its branch's resolution (the load and
+        # the test), which the core model adds from the branch's inputs
+        br = self.raw["branch"]
+        cyc = lambda ticks: [t * c for t, c in zip(ticks, self.raw["core_per_tsc"])]
+        total = (min(cyc(br["random"])) - min(cyc(br["predictable"]))) / 0.5
+        self.assertEqual(self.v["mispredict"], str(round(total - int(self.v["l1d_lat"]) - 2)))
+        self.assertIn("minus that loop's branch resolution", self.c["mispredict"])
         lat = self.raw["core"]["lat"]
         self.assertEqual(self.v["lat_imul"], str(round(min(lat["imul"]) / min(lat["add"]))))
         self.assertEqual(self.v["lat_fp"], str(round(min(per_round_core(self.raw, "addsd")))))
