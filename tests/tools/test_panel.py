@@ -47,6 +47,13 @@ class ParseTest(unittest.TestCase):
         # the faster clock reading wins (a neighbour only slows the imul chain)
         self.assertAlmostEqual(self.native["alloc_cached"]["min"], 130.0)
 
+    def test_a_lone_fast_clock_reading_is_not_the_conversion(self):
+        cl = lambda *v: [{"core_per_tsc": x} for x in v]
+        self.assertEqual(P.core_per_tsc(cl(1.33, 1.341, 1.496, 1.337)), 1.341)
+        self.assertEqual(P.core_per_tsc(cl(1.30, 1.40)), 1.40)      # two: the faster
+        self.assertEqual(P.core_per_tsc(cl(1.4)), 1.4)
+        self.assertEqual(P.core_per_tsc(cl(1.0, 1.2, 1.4)), 1.2)    # none agree: the middle
+
     def test_saved_name_keeps_the_cores_apart(self):
         emr, genoa = "GenuineIntel 6 207 2", "AuthenticAMD 25 17 1"
         self.assertEqual(P.saved_name("host", "", emr), "host-intel-6-cf")
