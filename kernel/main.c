@@ -87,6 +87,15 @@ static const void *boot_phys(u64 pa, u64 len, void *ctx)
 }
 void switch_stack_and_call(u64 stack_top, void (*fn)(void));
 
+/* @src as the MACHINE line quotes it: '"' becomes '\'', cut to fit @cap with its NUL. */
+static void copy_shown(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+	for (; i < cap - 1 && src[i]; i++)
+		dst[i] = src[i] == '"' ? '\'' : src[i];
+	dst[i] = 0;
+}
+
 static __noreturn void early_fail(enum exit_status st, const char *what)
 {
 	printk("BAREMM-ERROR %s\n", what);
@@ -329,10 +338,8 @@ __noreturn void kernel_main(u32 magic, u64 mbi_pa)
 		if (cmdline[i] == '\n' || cmdline[i] == '\r' || cmdline[i] == '\t' ||
 		    cmdline[i] == '\v' || cmdline[i] == '\f')
 			cmdline[i] = ' ';
-	for (size_t i = 0; i < sizeof(cmdline_shown) - 1 && cmdline[i]; i++)
-		cmdline_shown[i] = cmdline[i] == '"' ? '\'' : cmdline[i];
-	for (size_t i = 0; i < sizeof(loader_shown) - 1 && boot_info.loader[i]; i++)
-		loader_shown[i] = boot_info.loader[i] == '"' ? '\'' : boot_info.loader[i];
+	copy_shown(cmdline_shown, sizeof(cmdline_shown), cmdline);
+	copy_shown(loader_shown, sizeof(loader_shown), boot_info.loader);
 	char oerr[OPT_ERRLEN];
 	if (options_parse(cmdline, &want_help, oerr, sizeof(oerr))) {
 		printk("BAREMM-ERROR option: %s\n", oerr);

@@ -463,9 +463,7 @@ static bool start_ap(unsigned cpu, u32 apic_id)
 	/* INIT, (10 ms: init_sipi_delay_us), SIPI, 200 us, SIPI only if the CPU has not
 	 * arrived yet */
 	apic_send_init(apic_id);
-	u64 delay = init_sipi_delay_us();
-	if (delay)
-		udelay(delay);
+	udelay(init_sipi_delay_us());
 	apic_send_sipi(apic_id, TRAMP_BASE >> PAGE_SHIFT);
 	if (wait_online(200))
 		return true;

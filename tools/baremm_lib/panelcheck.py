@@ -133,9 +133,9 @@ def main(a):
         if sha != rec.get("inputs_sha"):
             try:
                 then, now = P.recorded_native_sha(rec), P.native_sha()
-            except P.PanelError as e:
-                then, now = None, str(e)
-            if then is not None and then != now:
+            except P.PanelError:
+                then = now = None	# no revision to compare with: stale, a failure
+            if then != now:
                 # the natives were measured from other code: only this CPU can measure them
                 # again, so there is nothing to compare with; a plugin-only change below
                 # can be refreshed from any CPU and stays a failure

@@ -174,15 +174,16 @@ def boot_mode(cfg):
     loader needs the BIOS and gives no framebuffer, so those refuse `direct`."""
     icount = bool(cfg.get("icount") or cfg.get("model"))
     bios = cfg.get("firmware", "bios") == "bios"
+    screen = bool(cfg.get("qmp_socket") or cfg.get("screendump"))
     mode = cfg.get("boot")
     if mode is None:
-        return "direct" if icount and bios and not cfg.get("qmp_socket") and not cfg.get("screendump") else "grub"
+        return "direct" if icount and bios and not screen else "grub"
     if mode not in BOOT_MODES:
         raise ToolError("unknown boot %r (%s)" % (mode, " or ".join(BOOT_MODES)))
     if mode == "direct" and not bios:
         raise ToolError("boot=direct needs firmware=bios (QEMU's multiboot loader is a "
                         "SeaBIOS option ROM); UEFI boots go through GRUB")
-    if mode == "direct" and (cfg.get("qmp_socket") or cfg.get("screendump")):
+    if mode == "direct" and screen:
         raise ToolError("boot=direct has no framebuffer for a screen check: use boot=grub")
     return mode
 
