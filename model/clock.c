@@ -16,6 +16,7 @@ const char *const ev_names[NR_MEV] = {
 	"llc_remote",
 	"prefetch",
 	"branches", "mispredicts", "rob_stalls", "lb_stalls", "sb_stalls", "fb_waits", "forwards",
+	"taken", "btb_misses",
 };
 
 const char *const part_names[NR_PART] = {
@@ -71,6 +72,8 @@ void acct_events(const struct cpu_acct *a, u64 ev[NR_MEV], const struct tb_count
 		ev[EV_SB_STALLS] = st->sb_stalls;
 		ev[EV_FB_WAITS] = st->fb_waits;
 		ev[EV_FORWARDS] = st->forwards;
+		ev[EV_TAKEN] = st->taken;
+		ev[EV_BTB_MISSES] = st->btb_misses;
 	}
 }
 

@@ -42,9 +42,10 @@ enum {
 	EV_PREFETCH,
 	/* the out-of-order core's own counts (core=ooo), read from its struct core_stats:
 	 * branches and mispredicted ones, dispatches a full ROB, load or store buffer
-	 * delayed, misses that waited for a fill buffer, loads an in-flight store served */
+	 * delayed, misses that waited for a fill buffer, loads an in-flight store served,
+	 * taken branches and those the zero-bubble BTB level did not hold */
 	EV_BRANCHES, EV_MISPREDICTS, EV_ROB_STALLS, EV_LB_STALLS, EV_SB_STALLS, EV_FB_WAITS,
-	EV_FORWARDS,
+	EV_FORWARDS, EV_TAKEN, EV_BTB_MISSES,
 	NR_MEV
 };
 /* The names in ev.model_<name> fields, by event. */

@@ -31,6 +31,8 @@ struct core_params core_params_from_profile(const struct profile *prof)
 	p.taken_per_cycle = (u32)prof->taken_per_cycle;
 	p.loop_branches = (u32)prof->loop_branches;
 	p.loop_taken_per_cycle = (u32)prof->loop_taken_per_cycle;
+	p.btb_l0_entries = (u32)prof->btb_l0_entries;
+	p.btb_bubble = (u32)prof->btb_bubble;
 	p.mispredict = (u32)prof->mispredict;
 	p.l1d_lat = (u32)prof->l1d_lat;
 	for (unsigned k = 0; k < NR_CLS; k++)
@@ -59,12 +61,17 @@ int core_init(struct core *c, const struct core_params *p)
 	    p->page_walkers > CORE_PW_MAX || !p->taken_per_cycle ||
 	    p->loop_branches > CORE_LOOP_BRANCHES || (p->loop_branches && !p->loop_taken_per_cycle))
 		return -1;
+	const u32 sets = p->btb_l0_entries / CORE_BTB_WAYS;
+	if (p->btb_l0_entries > CORE_BTB_MAX || p->btb_l0_entries % CORE_BTB_WAYS ||
+	    (sets & (sets - 1)))
+		return -1;
 	memset(c, 0, sizeof(*c));
 	c->p = *p;
 	c->rob_mask = CORE_ROB_MAX - 1;
 	c->lb_mask = CORE_LB_MAX - 1;
 	c->sb_mask = CORE_SB_MAX - 1;
 	memset(c->pht, 1, sizeof(c->pht));	/* weakly not taken */
+	c->btb_set_mask = sets ? sets - 1 : 0;
 	return 0;
 }
 
@@ -284,6 +291,30 @@ static inline u32 hash_pc(u64 pc)
 }
 
 /* The tagged tables' history lengths: geometric, the first above gshare's 16 bits. */
+/* Whether the zero-bubble BTB level holds the taken branch at pc; it holds it afterwards
+ * (the least recently used of its set makes room). */
+static bool btb_hit(struct core *c, u64 pc)
+{
+	const u64 key = pc + 1;	/* 0 is an empty way */
+	/* a multiplicative hash: branches at any spacing spread over the sets (calibrate
+	 * finds the same capacity with 16-byte and 64-byte spacing) */
+	const u32 set = (u32)((pc * 0x9e3779b97f4a7c15ull) >> 40) & c->btb_set_mask;
+	u64 *tag = &c->btb_pc[set * CORE_BTB_WAYS];
+	u64 *used = &c->btb_used[tag - c->btb_pc];
+	unsigned victim = 0;
+	for (unsigned w = 0; w < CORE_BTB_WAYS; w++) {
+		if (tag[w] == key) {
+			used[w] = c->st.taken;
+			return true;
+		}
+		if (tag[victim] && (!tag[w] || used[w] < used[victim]))
+			victim = w;	/* the first empty way, else the least recently used */
+	}
+	tag[victim] = key;
+	used[victim] = c->st.taken;
+	return false;
+}
+
 static const u32 tage_hist[CORE_TAGE_TABLES] = { 24, 40, 64, 112, 192 };
 
 /* Folds a history of len bits into w bits as it shifts (a circular shift register):
@@ -668,6 +699,16 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 			if (++c->tk_used >= budget && c->d_cyc == D && c->d_used < P->width) {
 				c->d_used = P->width;
 				c->st.taken_stops++;
+			}
+			/* a taken branch the zero-bubble BTB level does not hold: its target
+			 * comes from a slower level, and the front end delivers nothing for
+			 * btb_bubble cycles after the branch's dispatch cycle */
+			if (P->btb_l0_entries && !btb_hit(c, br->pc)) {
+				c->st.btb_misses++;
+				if (P->btb_bubble && c->d_cyc == D) {
+					c->d_cyc = D + P->btb_bubble;
+					c->d_used = P->width;
+				}
 			}
 		}
 	}

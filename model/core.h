@@ -133,6 +133,9 @@ struct core_params {
 				 * in a loop the front end replays (a loop buffer, a zero-bubble
 				 * BTB): its budget is loop_taken_per_cycle; 0: no such loops */
 	u32 loop_taken_per_cycle;
+	u32 btb_l0_entries;	/* taken branches the zero-bubble BTB level holds: a multiple of
+				 * CORE_BTB_WAYS whose set count is a power of two; 0: no rule */
+	u32 btb_bubble;		/* front-end cycles lost on a taken branch it does not hold */
 	u32 l1d_lat;		/* the latency of a forwarded load */
 	u32 lat[NR_CLS];	/* execution latency per class */
 };
@@ -161,6 +164,10 @@ struct core_params {
 #define CORE_ITT 1024
 /* the recent taken branches the loop rule looks back over: loop_branches' bound */
 #define CORE_LOOP_BRANCHES 64
+/* the zero-bubble BTB level: CORE_BTB_WAYS-way sets, LRU within a set; at most this many
+ * entries (btb_l0_entries' bound) */
+#define CORE_BTB_WAYS 4
+#define CORE_BTB_MAX 4096
 /* store-to-load forwarding index: 8-byte granules hashed into this many slots */
 #define CORE_FWD 256
 
@@ -187,6 +194,7 @@ struct core_stats {
 	u64 taken;		/* branches that went elsewhere than the next instruction */
 	u64 taken_stops;	/* dispatch cycles a taken branch ended early (fetch redirect) */
 	u64 loop_taken;		/* taken branches followed at the loop rate (loop_branches) */
+	u64 btb_misses;		/* taken branches the zero-bubble BTB level did not hold */
 };
 
 struct core {
@@ -201,6 +209,11 @@ struct core {
 	/* the last loop_branches taken branches' pcs, a ring written at lt_n */
 	u64 lt_pc[CORE_LOOP_BRANCHES];
 	u32 lt_n;
+	/* the zero-bubble BTB level: per entry the branch's pc + 1 (0 = empty) and the
+	 * taken-branch count at its last use (LRU within the set) */
+	u32 btb_set_mask;
+	u64 btb_pc[CORE_BTB_MAX];
+	u64 btb_used[CORE_BTB_MAX];
 	u64 floor;
 	u8 floor_cause;
 	/* younger instructions (issue_floor) or younger loads (load_floor) issue no earlier */

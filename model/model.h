@@ -61,6 +61,8 @@ struct profile {
 	u64 taken_per_cycle;	/* taken branches the front end follows per cycle */
 	u64 loop_branches;	/* taken branches a loop may hold and run at the loop rate (0: none) */
 	u64 loop_taken_per_cycle;	/* that rate: taken branches per cycle inside such a loop */
+	u64 btb_l0_entries;	/* taken branches the fastest BTB level holds (0: no BTB rule) */
+	u64 btb_bubble;		/* cycles the front end loses on a taken branch outside it */
 };
 
 /* Parses profile text. 0 on success; else -1 with a message naming file and line in err. */

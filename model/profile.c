@@ -53,6 +53,7 @@ static const struct pkey keys[] = {
 	K(page_walkers, V_INT, 1, 16), K(stores_per_cycle, V_INT, 1, 8),
 	K(taken_per_cycle, V_INT, 1, 8),
 	K(loop_branches, V_INT, 0, 64), K(loop_taken_per_cycle, V_INT, 1, 8),
+	K(btb_l0_entries, V_INT, 0, 4096), K(btb_bubble, V_INT, 0, 100),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

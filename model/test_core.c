@@ -590,6 +590,67 @@ static u64 loop_of(struct core_params *p, unsigned taken_per_iter, unsigned iter
 	return core_now(&C);
 }
 
+/* A taken branch the zero-bubble BTB level holds costs the taken_per_cycle stop alone;
+ * one it does not hold (a footprint of more distinct taken branches than it has entries)
+ * costs btb_bubble front-end cycles more. */
+HTEST(btb_level_bubble)
+{
+	struct core_params p = test_params();
+	p.width = 8;
+	p.btb_l0_entries = 64;
+	p.btb_bubble = 2;
+	const unsigned n = 400;
+	/* 8 distinct taken branches an iteration: held after the first lap */
+	u64 in8 = loop_of(&p, 8, n);
+	HT_EXPECT_EQ(C.st.btb_misses, 8);
+	PARTS_ADD_UP();
+	p.btb_l0_entries = 0;
+	u64 base8 = loop_of(&p, 8, n);
+	p.btb_l0_entries = 64;
+	/* no more than the first lap's bubbles over no BTB rule at all */
+	HT_EXPECT(in8 >= base8 && in8 <= base8 + 8 * 2);
+	/* 256 an iteration, more than the level holds: LRU sets miss every one */
+	u64 out256 = loop_of(&p, 256, n / 8);
+	HT_EXPECT_EQ(C.st.btb_misses, 256 * (n / 8));
+	HT_EXPECT(out256 >= 3 * 256 * (n / 8));
+	PARTS_ADD_UP();
+	/* the same with no BTB rule, or a bubble of 0: one cycle a taken branch */
+	p.btb_l0_entries = 0;
+	u64 base256 = loop_of(&p, 256, n / 8);
+	HT_EXPECT_EQ(C.st.btb_misses, 0);
+	/* two cycles more a taken branch, but for those of the first laps, whose bubbles
+	 * hide in the refills of the predictor's learning mispredicts */
+	HT_EXPECT(out256 - base256 >= 2 * 256 * (n / 8 - 2) && out256 - base256 <= 2 * 256 * (n / 8));
+	p.btb_l0_entries = 64;
+	p.btb_bubble = 0;
+	HT_EXPECT_EQ(loop_of(&p, 256, n / 8), base256);
+	HT_EXPECT_EQ(C.st.btb_misses, 256 * (n / 8));
+	/* a bubble hides behind a stalled back end: a dependent chain of 40-cycle loads, one
+	 * between taken branches, costs the same with and without it */
+	u64 chase[2];
+	for (unsigned b = 0; b < 2; b++) {
+		p.btb_bubble = 2 * b;
+		setup(&p);
+		for (unsigned i = 0; i < n; i++) {
+			load(1, 1, 0x100000 + 64ull * i, 40, true);
+			cond_branch(0x402000 + 0x40 * (i % 256), true);
+		}
+		HT_EXPECT_EQ(C.st.btb_misses, n);
+		chase[b] = core_now(&C);
+	}
+	HT_EXPECT(chase[0] >= 40 * n);
+	HT_EXPECT_EQ(chase[1], chase[0]);
+	/* sizes whose sets are not a power of two, or beyond the arrays, are refused */
+	p.btb_l0_entries = 12;
+	HT_EXPECT(core_init(&C, &p) != 0);
+	p.btb_l0_entries = 18;
+	HT_EXPECT(core_init(&C, &p) != 0);
+	p.btb_l0_entries = CORE_BTB_MAX * 2;
+	HT_EXPECT(core_init(&C, &p) != 0);
+	p.btb_l0_entries = CORE_BTB_MAX;
+	HT_EXPECT_EQ(core_init(&C, &p), 0);
+}
+
 HTEST(loop_taken_rate)
 {
 	struct core_params p = test_params();

@@ -247,7 +247,7 @@ HTEST(core_counts_are_events_under_ooo_only)
 	HT_EXPECT_EQ(nr_ev_shown, EV_BRANCHES);
 	HT_EXPECT_EQ(strcmp(ev_names[EV_PREFETCH], "prefetch"), 0);
 	HT_EXPECT_EQ(strcmp(ev_names[EV_MISPREDICTS], "mispredicts"), 0);
-	HT_EXPECT_EQ(strcmp(ev_names[NR_MEV - 1], "forwards"), 0);
+	HT_EXPECT_EQ(strcmp(ev_names[NR_MEV - 1], "btb_misses"), 0);
 	struct cpu_acct a;
 	memset(&a, 0, sizeof(a));
 	u64 ev[NR_MEV];
@@ -264,12 +264,16 @@ HTEST(core_counts_are_events_under_ooo_only)
 	c->st.sb_stalls = 5;
 	c->st.fb_waits = 6;
 	c->st.forwards = 7;
+	c->st.taken = 300;
+	c->st.btb_misses = 9;
 	a.core = c;
 	acct_events(&a, ev, NULL);
 	HT_EXPECT_EQ(ev[EV_BRANCHES], 1000);
 	HT_EXPECT_EQ(ev[EV_MISPREDICTS], 17);
 	HT_EXPECT_EQ(ev[EV_ROB_STALLS] + ev[EV_LB_STALLS] + ev[EV_SB_STALLS], 12);
 	HT_EXPECT_EQ(ev[EV_FB_WAITS] + ev[EV_FORWARDS], 13);
+	HT_EXPECT_EQ(ev[EV_TAKEN], 300);
+	HT_EXPECT_EQ(ev[EV_BTB_MISSES], 9);
 	free(c);
 	clock_init(&p, false);
 }
@@ -745,7 +749,8 @@ static const char good[] =
 	"core_width = 4\nrob_size = 224\nload_buffer = 72\nstore_buffer = 56\nfill_buffers = 12\n"
 	"mispredict = 16\nlat_imul = 3\nlat_div = 35\nlat_vec = 1\nlat_fp = 4\nlat_fpdiv = 14\n"
 	"prefetch_lines = 20\nprefetch_streams = 32\npage_walkers = 2\nstores_per_cycle = 1\n"
-	"taken_per_cycle = 1\nloop_branches = 0\nloop_taken_per_cycle = 1\n";
+	"taken_per_cycle = 1\nloop_branches = 0\nloop_taken_per_cycle = 1\n"
+	"btb_l0_entries = 0\nbtb_bubble = 0\n";
 
 static int parse_with(const char *text, char *err)
 {

@@ -40,7 +40,8 @@ def per_round_core(raw, key):
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
              "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
-             "taken_per_cycle", "rep_fill_line", "loop_branches", "loop_taken_per_cycle")
+             "taken_per_cycle", "rep_fill_line", "loop_branches", "loop_taken_per_cycle",
+             "btb_l0_entries", "btb_bubble")
 
 
 _BIN = []
@@ -552,7 +553,8 @@ class CoreDerivationTest(unittest.TestCase):
         self.assertEqual(d["looked_up"], ["rep_fill_line", "prefetch_lines", "prefetch_streams",
                                            "page_walkers", "stores_per_cycle",
                                            "taken_per_cycle", "loop_branches",
-                                           "loop_taken_per_cycle"])
+                                           "loop_taken_per_cycle", "btb_l0_entries",
+                                           "btb_bubble"])
         # a different step gives a different value (the derivation reads the curve)
         raw = self.synthetic(rob_at=300, fb=10)
         v, _, _ = calibrate.derive_core(raw, raw["cpuid"])
@@ -639,6 +641,48 @@ class CoreDerivationTest(unittest.TestCase):
         # a fastest rate between two whole numbers: not clean
         v, c, d = loops(lambda n: 2.5 if n <= 16 else 1.27)
         self.assertIn("loop_taken_per_cycle", d["looked_up"])
+
+    def test_btb_levels(self):
+        raw = self.synthetic()
+        cpt = raw["core_per_tsc"]
+        # no chains in the raw figures: both keys looked up, saying why
+        v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertIn("btb_l0_entries", d["looked_up"])
+        self.assertIn("before the chains of taken branches", c["btb_l0_entries"])
+        ks = [32, 64, 128, 256, 384, 512, 1024, 2048]
+
+        def chains(cyc_of):
+            raw["core"]["btb"] = {"spacing": 16, "branches_per_lap": [k + 1 for k in ks],
+                                  "ticks": [[cyc_of(k) / x for k in ks] for x in cpt]}
+            return calibrate.derive_core(raw, raw["cpuid"])
+        # this Granite Rapids' shape: one cycle up to 256 distinct taken branches, then a
+        # gradual rise to one bubble more
+        shape = {32: 0.93, 64: 0.94, 128: 0.96, 256: 1.09, 384: 1.56, 512: 1.79, 1024: 1.95,
+                 2048: 2.10}
+        v, c, d = chains(lambda k: shape[k])
+        self.assertEqual((v["btb_l0_entries"], v["btb_bubble"]), ("256", "1"))
+        self.assertTrue(c["btb_l0_entries"].startswith("MEASURED: "))
+        self.assertNotIn("btb_bubble", d["looked_up"])
+        # a level of 1024 with a 3-cycle step (Zen 3's shape): both keys follow the curve
+        v, c, d = chains(lambda k: 1.0 if k <= 1024 else 4.05)
+        self.assertEqual((v["btb_l0_entries"], v["btb_bubble"]), ("1024", "3"))
+        # a level between the chains tested (384): down to the power of two below
+        v, c, d = chains(lambda k: 1.0 if k <= 384 else 2.0)
+        self.assertEqual(v["btb_l0_entries"], "256")
+        self.assertIn("384, down to a power of two", c["btb_l0_entries"])
+        # flat: no BTB rule, measured
+        v, c, d = chains(lambda k: 1.0 + k / 10000.0)
+        self.assertEqual((v["btb_l0_entries"], v["btb_bubble"]), ("0", "0"))
+        self.assertIn("no BTB rule", c["btb_l0_entries"])
+        self.assertNotIn("btb_l0_entries", d["looked_up"])
+        # a step of 1.5 cycles is not a whole number of bubbles: the table's values
+        v, c, d = chains(lambda k: 1.0 if k <= 256 else 2.5)
+        self.assertIn("btb_bubble", d["looked_up"])
+        self.assertIn("not clean (the step 1.50", c["btb_bubble"])
+        # a failed measurement is looked up with its error
+        raw["core"]["btb"] = {"error": "cannot map generated code executable"}
+        v, c, d = calibrate.derive_core(raw, raw["cpuid"])
+        self.assertIn("cannot map generated code", c["btb_l0_entries"])
 
     def test_zen5_is_in_the_tables(self):
         cpuid = {"vendor": "AuthenticAMD", "family": 0x1A, "model": 0x02, "stepping": 1,

@@ -26,7 +26,9 @@ NATIVE_SRC = "tools/native/calibrate.c"
 NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h")
 NATIVE_BIN = "build/tools/calibrate"
 HOST_NAME = runner.HOST_PROFILE
-RAW_SCHEMA = "baremm-calibrate-raw/6"
+RAW_SCHEMA = "baremm-calibrate-raw/7"
+# raw/7 adds the chains of 32-2048 distinct taken branches (core.btb); before it,
+# btb_l0_entries and btb_bubble are looked up.
 # raw/6 times every rep string series in one window that ends once its stores are visible
 # (rep.timing "window"; before it each page was timed alone and its stores' drain fell
 # outside the window), clears the copy's destination (dirty lines) rather than its source,
@@ -37,7 +39,7 @@ RAW_SCHEMA = "baremm-calibrate-raw/6"
 # the taken-branch loop (core.taken), which the derivation looks for itself: without it its
 # key is looked up.
 RAW_SCHEMAS = ("baremm-calibrate-raw/2", "baremm-calibrate-raw/3", "baremm-calibrate-raw/4",
-               "baremm-calibrate-raw/5", RAW_SCHEMA)
+               "baremm-calibrate-raw/5", "baremm-calibrate-raw/6", RAW_SCHEMA)
 OUT_SCHEMA = "baremm-calibrate/1"
 
 # Every key of model/profile.c's table, in its order (the parser rejects a missing one).
@@ -53,7 +55,8 @@ PARSER_KEYS = ("name", "ghz", "base_cpi", "l1d_kib", "l1d_ways", "l1d_lat", "l2_
 CORE_KEYS = ("core_width", "rob_size", "load_buffer", "store_buffer", "fill_buffers",
              "mispredict", "lat_imul", "lat_div", "lat_vec", "lat_fp", "lat_fpdiv",
              "prefetch_lines", "prefetch_streams", "page_walkers", "stores_per_cycle",
-             "taken_per_cycle", "rep_fill_line", "loop_branches", "loop_taken_per_cycle")
+             "taken_per_cycle", "rep_fill_line", "loop_branches", "loop_taken_per_cycle",
+             "btb_l0_entries", "btb_bubble")
 
 # The fill prices of a rep string's lines by where they come from and whether the string
 # stores to them (model.h, rep_fill_x100()), beside rep_fill_line (a stored line from the
@@ -189,6 +192,11 @@ _SKYLAKE_CORE = {
     "loop_branches": (0, _src("no figure published for a loop rate above the general one (Intel 248966 and Agner Fog give one taken branch per cycle), so none is assumed")),
     "loop_taken_per_cycle": (1, _src("unused while loop_branches is 0; Agner Fog's general "
                                      "figure, one taken branch per cycle")),
+    "btb_l0_entries": (128, _src("Chips and Cheese, \"Skylake: Intel's Longest Serving "
+                                 "Architecture\" (2022-10-14), measured: the first BTB level "
+                                 "tracks 128 branch targets with no wasted cycles")),
+    "btb_bubble": (1, _src("Chips and Cheese, \"Skylake: Intel's Longest Serving Architecture\", "
+                           "measured: the second level (4096 targets) costs one penalty cycle")),
 }
 
 _SUNNY_COVE_CORE = dict(_SKYLAKE_CORE, **{
@@ -232,6 +240,10 @@ _GOLDEN_COVE_CORE = dict(_SUNNY_COVE_CORE, **{
                                  "store ports, two stores per cycle")),
     "taken_per_cycle": (1, _src("no separate figure found for Golden Cove: Skylake's (" + _AGNER_IT
                                 + ", one taken branch per cycle at best)")),
+    "btb_l0_entries": (128, _src("Chips and Cheese, \"Popping the Hood on Golden Cove\" "
+                                 "(2021-12-02), measured: 128 branches at about one a cycle")),
+    "btb_bubble": (1, _src("Chips and Cheese, \"Popping the Hood on Golden Cove\", measured: "
+                           "three BTB levels, a miss in one that hits the next costs one cycle")),
 })
 
 # Redwood Cove doubles the L1i (64 KiB) and tunes the branch predictor; "Intel has not
@@ -241,6 +253,12 @@ _REDWOOD_SAME = ("Chips and Cheese, \"Intel's Redwood Cove: Baby Steps are Still
                  "Golden Cove's figure: ")
 _REDWOOD_COVE_CORE = dict({k: (val, _REDWOOD_SAME + src) for k, (val, src) in
                            _GOLDEN_COVE_CORE.items()}, **{
+    "btb_l0_entries": (128, _src("Chips and Cheese, \"Lion Cove: Intel's P-Core Roars\" "
+                                 "(2024-09-27), Redwood Cove (Meteor Lake) measured beside it: "
+                                 "128 branches with no bubble")),
+    "btb_bubble": (1, _src("Chips and Cheese, \"Lion Cove: Intel's P-Core Roars\", Redwood "
+                           "Cove measured: the next level (6K branches) has a 2-cycle latency, "
+                           "one bubble")),
     "mispredict": (17, _src(_INTEL_OPT + ", Redwood Cove: \"reduced average branch "
                             "misprediction recovery latency\", by no stated amount, so Golden "
                             "Cove's figure (" + _AGNER_MA + ", Alder Lake P-core: about 17 "
@@ -281,6 +299,11 @@ _ZEN2_CORE = {
     "loop_branches": (0, _src("no figure published for a loop rate above the general one (AMD's guides and Agner Fog give one taken branch per cycle), so none is assumed")),
     "loop_taken_per_cycle": (1, _src("unused while loop_branches is 0; Agner Fog's general "
                                      "figure, one taken branch per cycle")),
+    "btb_l0_entries": (16, _src("AMD Software Optimization Guide for family 17h models 30h and "
+                                "greater (56305), Zen 2: the L0BTB (8 forward and 8 backward "
+                                "taken branches) predicts with no bubble")),
+    "btb_bubble": (1, _src("AMD 56305, Zen 2: the L1BTB (512 entries) costs one bubble (the "
+                           "L2BTB's four are not modelled)")),
 }
 
 _ZEN3_CORE = dict(_ZEN2_CORE, **{
@@ -301,6 +324,13 @@ _ZEN3_CORE = dict(_ZEN2_CORE, **{
                              "walkers, up from two in Zen 2")),
     "stores_per_cycle": (2, _src("AMD Software Optimization Guide for family 19h (Zen 3): up "
                                  "to two stores per cycle")),
+    "btb_l0_entries": (1024, _src("AMD Software Optimization Guide for EPYC 7003 (56665), Zen 3: "
+                                  "the L1BTB's 1024 entries predict direct branches with no "
+                                  "bubble (calls, returns and indirect ones with one, not "
+                                  "modelled); Chips and Cheese measured 1024 with no lost "
+                                  "cycle")),
+    "btb_bubble": (3, _src("AMD 56665, Zen 3: the L2BTB (6656 entries) costs three cycles where "
+                           "its prediction differs from the L1BTB's")),
 })
 
 _ZEN4_CORE = dict(_ZEN3_CORE, **{
@@ -313,6 +343,11 @@ _ZEN4_CORE = dict(_ZEN3_CORE, **{
     "store_buffer": (64, _src("Chips and Cheese, \"AMD's Zen 4, Part 2\": 64-entry store queue "
                               "as on Zen 3")),
     "lat_div": (10, _src(_AGNER_IT + ", Zen 4: DIV r64 latency 10-18, lower value")),
+    "btb_l0_entries": (1024, _src("Chips and Cheese, \"AMD's Zen 4 Part 1\" (2022-11-05), "
+                                  "measured: the first level holds 1024-3072 taken branches "
+                                  "with no bubble, depending on their spacing; the lower")),
+    "btb_bubble": (1, _src("Chips and Cheese, \"AMD's Zen 4 Part 1\", measured: the L2 BTB "
+                           "(8192 entries) costs one bubble")),
 })
 
 _ZEN5_CORE = dict(_ZEN4_CORE, **{
@@ -340,6 +375,11 @@ _ZEN5_CORE = dict(_ZEN4_CORE, **{
                                  "AGUs, up to two of them stores", True)),
     "taken_per_cycle": (2, _src("Chips and Cheese, \"Zen 5's 2-Ahead Branch Predictor Unit\" "
                                 "(2024-07-26): two taken branches predicted per cycle")),
+    "btb_l0_entries": (1024, _src("Chips and Cheese, \"AMD's Strix Point: Zen 5 Hits Mobile\", "
+                                  "measured: the fastest level tracks up to 1024 branches at two "
+                                  "taken a cycle")),
+    "btb_bubble": (1, _src("no Zen 5 figure published for the next level: Zen 4's one bubble "
+                           "(Chips and Cheese, \"AMD's Zen 4 Part 1\")")),
     "rep_fill_line": (1, _src("Chips and Cheese, \"Discussing AMD's Zen 5 at Hot Chips 2024\": "
                               "L2 to L1d bandwidth doubled to 64 bytes per cycle, one cycle a "
                               "line")),
@@ -632,6 +672,51 @@ def derive_loop_taken(raw, tl, general, d, measured, lookup):
              "(%.2f) of the two rates" % mid)
 
 
+# A chain's cycles per taken branch within this much of a whole number of bubbles above
+# the shortest chain's count as a clean step (the longer chains' front ends add fractions
+# of a cycle: 2048 blocks of three uops are more than some micro-op caches hold).
+BTB_TOLERANCE = 0.3
+
+
+def derive_btb(raw, bt, d, measured, lookup):
+    """btb_l0_entries and btb_bubble from chains of K distinct always-taken branches
+    (core.btb): the bubble is the longest chain's cycles per taken branch above the
+    shortest's, rounded; the zero-bubble level holds the largest chain (a power of two)
+    still below the midpoint of the two. No step of at least half a cycle: no BTB rule
+    (btb_l0_entries 0)."""
+    ks = [n - 1 for n in bt["branches_per_lap"]]
+    per = [spread(cycles(raw, [row[i] for row in bt["ticks"]]))[0] for i in range(len(ks))]
+    curve = " ".join("%d:%.2f" % (k, c) for k, c in zip(ks, per))
+    base, slow = per[0], per[-1]
+    step = slow - base
+    d["btb"] = {"chains": ks, "cycles_per_taken": per, "step": step}
+    text = ("chains of K always-taken jae, each to the next %d-byte block (at most %d KiB of "
+            "code), K times round a loop, cycles per taken branch by K, best round: %s" % (
+                bt["spacing"], bt["spacing"] * ks[-1] // 1024, curve))
+    if step < 0.5:
+        measured("btb_l0_entries", 0, text + ": no chain is half a cycle slower than the "
+                 "shortest, so no BTB rule")
+        measured("btb_bubble", 0, "unused while btb_l0_entries is 0")
+        return
+    n = int(round(step))
+    mid = base + step / 2
+    inside = [k for k, c in zip(ks, per) if c <= mid]
+    held = max(inside) if inside else 0
+    pow2 = 1 << (held.bit_length() - 1) if held else 0
+    if abs(step - n) > BTB_TOLERANCE or pow2 < 4 or pow2 not in ks:
+        why = ("the step %.2f is not within %.1f of a whole number of cycles" % (
+            step, BTB_TOLERANCE) if abs(step - n) > BTB_TOLERANCE else
+            "no chain of at least 4 stays below the midpoint")
+        for k in ("btb_l0_entries", "btb_bubble"):
+            lookup(k, "the measurement is not clean (%s), so the table's value: %s"
+                   % (why, text), "measurement not clean")
+        return
+    measured("btb_bubble", n, text + "; the longest chain's %.2f minus the shortest's %.2f, "
+             "rounded" % (slow, base))
+    measured("btb_l0_entries", pow2, text + "; the largest chain at or below the midpoint "
+             "(%.2f)%s" % (mid, "" if pow2 == held else ", %d, down to a power of two" % held))
+
+
 def derive_core(raw, cpuid):
     """(values, comments, derivation) of CORE_KEYS. Each key is MEASURED where the native
     measurement is clean, else LOOKED UP in CORE_CPUS; UnknownCpu when a key must be
@@ -838,6 +923,16 @@ def derive_core(raw, cpuid):
         for k in ("loop_branches", "loop_taken_per_cycle"):
             lookup(k, "not measured (raw figures of %s, before the small taken-branch loops)"
                    % raw.get("schema"), "not measured")
+
+    # the BTB's levels
+    bt = core.get("btb")
+    if bt and not bt.get("error"):
+        derive_btb(raw, bt, d, measured, lookup)
+    else:
+        for k in ("btb_l0_entries", "btb_bubble"):
+            lookup(k, "not measured (%s)" % (bt["error"] if bt else "raw figures of %s, "
+                   "before the chains of taken branches" % raw.get("schema")),
+                   "not measured" if not bt else "measurement failed")
 
     if need and not entry:
         raise UnknownCpu(

@@ -384,6 +384,93 @@ static double taken_sample(uint64_t (*fn)(uint64_t), int k, uint64_t iters, int 
 	return (double)best / (double)(iters * (uint64_t)(k + 1));
 }
 
+/*
+ * The BTB's levels: chains of K blocks, each `add $1, %rax; cmp $1, %rsi; jae` to the next
+ * 16-byte block (always taken), K times round a loop, for K from 32 to 2048 distinct taken
+ * branches (at most 32 KiB of code, within any L1i, so the instruction cache is not what
+ * is timed). While the fastest BTB level holds the chain, the front end follows
+ * taken_per_cycle of them a cycle; beyond it each costs the slower level's bubble more.
+ * Generated code: the chain's length is a run-time choice.
+ */
+#define BTB_SPACING 16
+static const unsigned btb_k[] = { 32, 64, 128, 256, 384, 512, 1024, 2048 };
+#define NBTB ((int)(sizeof(btb_k) / sizeof(btb_k[0])))
+typedef uint64_t (*btb_fn)(uint64_t iters);
+
+static size_t btb_size(unsigned k) { return 64 + (size_t)k * BTB_SPACING + 16; }
+
+static void btb_emit(uint8_t *m, unsigned k)
+{
+	uint8_t *p = m;
+	*p++ = 0x48, *p++ = 0x89, *p++ = 0xf9;                 /* mov %rdi, %rcx */
+	*p++ = 0xbe, *p++ = 5, *p++ = 0, *p++ = 0, *p++ = 0;   /* mov $5, %esi */
+	while ((p - m) % 64)
+		*p++ = 0x90;
+	uint8_t *loop = p;
+	for (unsigned i = 0; i < k; i++) {
+		uint8_t *b = loop + (size_t)i * BTB_SPACING, *next = b + BTB_SPACING;
+		p = b;
+		*p++ = 0x48, *p++ = 0x83, *p++ = 0xc0, *p++ = 1;     /* add $1, %rax */
+		*p++ = 0x48, *p++ = 0x83, *p++ = 0xfe, *p++ = 1;     /* cmp $1, %rsi */
+		int32_t rel = (int32_t)(next - (p + 6));
+		*p++ = 0x0f, *p++ = 0x83;                            /* jae next */
+		memcpy(p, &rel, 4), p += 4;
+		while (p < next)
+			*p++ = 0xcc;
+	}
+	*p++ = 0x48, *p++ = 0xff, *p++ = 0xc9;                 /* dec %rcx */
+	int32_t rel = (int32_t)(loop - (p + 6));
+	*p++ = 0x0f, *p++ = 0x85;                              /* jnz loop */
+	memcpy(p, &rel, 4), p += 4;
+	*p++ = 0xc3;                                           /* ret */
+}
+
+struct btb_code {
+	uint8_t *mem;
+	size_t len;
+	btb_fn fn[NBTB];
+};
+
+/* Every chain of btb_k[]; 0, or -1 when the kernel refuses executable memory. */
+static int btb_build(struct btb_code *c)
+{
+	size_t len = 0;
+	for (int i = 0; i < NBTB; i++)
+		len += (btb_size(btb_k[i]) + 63) & ~(size_t)63;
+	len = (len + PAGE - 1) & ~(size_t)(PAGE - 1);
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return -1;
+	size_t off = 0;
+	for (int i = 0; i < NBTB; i++) {
+		c->fn[i] = (btb_fn)(void *)(m + off);
+		btb_emit(m + off, btb_k[i]);
+		off += (btb_size(btb_k[i]) + 63) & ~(size_t)63;
+	}
+	if (mprotect(m, len, PROT_READ | PROT_EXEC)) {
+		munmap(m, len);
+		return -1;
+	}
+	c->mem = m;
+	c->len = len;
+	return 0;
+}
+
+/* Ticks per taken branch of the chain of k (k + 1 taken branches a lap), best of
+ * @samples runs of about 2^20 taken branches after a warm-up run. */
+static double btb_sample(btb_fn fn, unsigned k, int samples)
+{
+	uint64_t laps = (1u << 20) / (k + 1) + 1, best = ~0ull;
+	fn(laps / 4 + 1);
+	for (int s = 0; s < samples; s++) {
+		uint64_t t0 = native_tsc();
+		fn(laps);
+		uint64_t t = native_tsc() - t0;
+		best = t < best ? t : best;
+	}
+	return (double)best / (double)(laps * (k + 1));
+}
+
 /* Ticks per slot of a width loop, best of @samples runs of @iters iterations. */
 static double width_sample(uint64_t (*fn)(uint64_t), uint64_t iters, int samples)
 {
@@ -1017,6 +1104,9 @@ int main(int argc, char **argv)
 		memset(&wong[k], 0, sizeof(wong[k]));
 		wong_plan(&wong[k], (enum wong_kind)k);
 	}
+	struct btb_code btb;
+	const char *btb_error = btb_build(&btb) ? "cannot map generated code executable "
+						  "(mmap/mprotect refused)" : NULL;
 	size_t pf_bytes = (size_t)8 << 20;
 	char *pf_seq = arena(pf_bytes, false), *pf_rnd = arena(pf_bytes, false);
 	for (size_t i = 0; i < pf_bytes; i += LINE)
@@ -1074,6 +1164,7 @@ int main(int argc, char **argv)
 	double *pf_s = calloc((size_t)rounds, sizeof(double)), *pf_r = calloc((size_t)rounds, sizeof(double));
 	double *taken = calloc((size_t)rounds, sizeof(double));
 	double **tloops = calloc((size_t)rounds, sizeof(double *));
+	double **btbt = calloc((size_t)rounds, sizeof(double *));
 
 	for (int r = 0; r < rounds; r++) {
 		tsc_ghz[r] = native_tsc_ghz(20);
@@ -1180,6 +1271,9 @@ int main(int argc, char **argv)
 		tloops[r] = calloc(NTAKEN_LOOPS, sizeof(double));
 		for (int i = 0; i < NTAKEN_LOOPS; i++)
 			tloops[r][i] = taken_sample(taken_loop_fn[i], taken_loop_k[i], 1 << 15, 5);
+		btbt[r] = calloc(NBTB, sizeof(double));
+		for (int i = 0; i < NBTB && !btb_error; i++)
+			btbt[r][i] = btb_sample(btb.fn[i], btb_k[i], 5);
 		for (int i = 0; i < NLAT; i++)
 			lat[i][r] = best_of(lat_fn[i], 1 << 14, 5, ovh[r]);
 		for (int k = 0; k < WONG_KINDS; k++) {
@@ -1259,6 +1353,14 @@ int main(int argc, char **argv)
 		printf("%s%d", i ? ", " : "", taken_loop_k[i] + 1);
 	printf("], ");
 	jmat("ticks", tloops, rounds, NTAKEN_LOOPS, false);
+	printf("},\n\"btb\": {\"spacing\": %d, ", BTB_SPACING);
+	if (btb_error)
+		printf("\"error\": \"%s\", ", btb_error);
+	printf("\"branches_per_lap\": [");
+	for (int i = 0; i < NBTB; i++)
+		printf("%s%u", i ? ", " : "", btb_k[i] + 1);
+	printf("], ");
+	jmat("ticks", btbt, rounds, NBTB, false);
 	printf("},\n\"lat\": {");
 	for (int i = 0; i < NLAT; i++)
 		jarr(lat_name[i], lat[i], rounds, i + 1 < NLAT);
