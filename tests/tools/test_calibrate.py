@@ -481,6 +481,23 @@ def step_curve(fillers, at, lo=700.0, hi=1400.0, wrong=()):
 class CoreDerivationTest(unittest.TestCase):
     FILLERS = list(range(0, 481, 32)) + list(range(482, 512, 2)) + list(range(512, 1025, 32))
 
+    def test_confirmed_best_ignores_a_lone_fast_round(self):
+        cb = calibrate.confirmed_best
+        # a round whose clock reading missed the core's speed: alone, 12 % below the rest
+        self.assertEqual(cb([0.84, 0.95, 0.96, 0.97]), 0.95)
+        self.assertEqual(cb([6.2, 6.15, 7.1], largest=True), 6.2)
+        # two rounds that agree confirm each other, however far from the rest
+        self.assertEqual(cb([0.84, 0.85, 0.97]), 0.84)
+        # nothing to confirm with: the best, as before
+        self.assertEqual(cb([1.3]), 1.3)
+        self.assertEqual(cb([1.0, 2.0, 4.0]), 1.0)
+        self.assertEqual(cb([-1, 2.0, 2.05]), 2.0)  # a round not measured is dropped
+        with self.assertRaises(calibrate.CalibrateError):
+            cb([-1])
+        # the width: one round of 7.1 among 6.1-6.3 is not a 7-wide core
+        self.assertEqual(calibrate.width_from_ipc({"add_imm": [6.2, 6.15, 7.1],
+                                                   "nop4": [5.9, 5.88]})[:2], (6, "add_imm"))
+
     def test_width_rounds_the_best_ipc(self):
         self.assertEqual(calibrate.width_from_ipc({"nop4": [3.1, 5.6], "add_imm": [4.9]}),
                          (6, "nop4", 5.6))

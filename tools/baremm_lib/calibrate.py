@@ -429,11 +429,31 @@ def core_cpu(cpuid):
 TAKEN_TOLERANCE = 0.15
 
 
+# Two rounds within this fraction of each other confirm a best round (confirmed_best).
+CONFIRM_TOL = 0.05
+
+
+def confirmed_best(vals, largest=False):
+    """The best per-round value (smallest, or largest) that another round confirms within
+    CONFIRM_TOL. A neighbour only slows a round's ticks, but the conversion to cycles uses
+    the clock read at the start of the round: a round whose clock reading missed a turbo
+    change comes out faster than the core is, and alone. A value no other round comes
+    near (or a single round) is still the best."""
+    v = sorted((x for x in vals if x is not None and x >= 0), reverse=largest)
+    if not v:
+        raise CalibrateError("no valid round")
+    for a, b in zip(v, v[1:]):
+        if abs(b - a) <= CONFIRM_TOL * abs(a):
+            return a
+    return v[0]
+
+
 def width_from_ipc(ipc):
     """core_width from {kind: [IPC per round]}: each kind is bounded by the allocation
     width (nops and zero idioms by it alone), a neighbour only lowers a round, so the
-    largest IPC seen, rounded. Returns (width, kind, that IPC)."""
-    best = max(((max(v), k) for k, v in ipc.items() if v), default=None)
+    largest IPC another round confirms (confirmed_best), rounded. Returns (width, kind,
+    that IPC)."""
+    best = max(((confirmed_best(v, largest=True), k) for k, v in ipc.items() if v), default=None)
     if best is None or best[0] <= 0:
         raise CalibrateError("no width measurement")
     return int(round(best[0])), best[1], best[0]
@@ -641,13 +661,13 @@ def derive_loop_taken(raw, tl, general, d, measured, lookup):
     general one; the largest loop still above the midpoint of the two rates, if a larger
     one falls below it. No loop that fast: loop_branches 0 (no loop rule)."""
     sizes = tl["branches_per_iter"]
-    per = [spread(cycles(raw, [row[i] for row in tl["ticks"]]))[0] for i in range(len(sizes))]
+    per = [confirmed_best(cycles(raw, [row[i] for row in tl["ticks"]])) for i in range(len(sizes))]
     rates = [1.0 / x if x > 0 else 0.0 for x in per]
     curve = " ".join("%d:%.2f" % (n, r) for n, r in zip(sizes, rates))
     best = max(rates)
     d["taken_loops"] = {"sizes": sizes, "rates": rates, "general": general}
     text = ("loops of k always-taken jae (each to the next 16-byte block) and the loop branch, "
-            "best round, taken per cycle by taken branches an iteration %s; the 33 of the "
+            "best confirmed round, taken per cycle by taken branches an iteration %s; the 33 of the "
             "general loop %.2f" % (curve, general))
     if best < LOOP_RATE_MIN * general:
         measured("loop_branches", 0, text + ": no small loop runs %.2fx faster, so no loop "
@@ -685,13 +705,13 @@ def derive_btb(raw, bt, d, measured, lookup):
     still below the midpoint of the two. No step of at least half a cycle: no BTB rule
     (btb_l0_entries 0)."""
     ks = [n - 1 for n in bt["branches_per_lap"]]
-    per = [spread(cycles(raw, [row[i] for row in bt["ticks"]]))[0] for i in range(len(ks))]
+    per = [confirmed_best(cycles(raw, [row[i] for row in bt["ticks"]])) for i in range(len(ks))]
     curve = " ".join("%d:%.2f" % (k, c) for k, c in zip(ks, per))
     base, slow = per[0], per[-1]
     step = slow - base
     d["btb"] = {"chains": ks, "cycles_per_taken": per, "step": step}
     text = ("chains of K always-taken jae, each to the next %d-byte block (at most %d KiB of "
-            "code), K times round a loop, cycles per taken branch by K, best round: %s" % (
+            "code), K times round a loop, cycles per taken branch by K, best confirmed round: %s" % (
                 bt["spacing"], bt["spacing"] * ks[-1] // 1024, curve))
     if step < 0.5:
         measured("btb_l0_entries", 0, text + ": no chain is half a cycle slower than the "
@@ -752,11 +772,12 @@ def derive_core(raw, cpuid):
     measured("core_width", width, (
         "IPC of a loop of %d independent single-uop instructions (+ the fused loop branch), "
         "best round: 4-byte nops %s, adds to 12 registers %s, xor zero idioms %s (IPC per "
-        "round); the largest, %.2f (%s), rounded%s. Rounds below it share the core with the "
+        "round); the largest another round confirms within %d %%, %.2f (%s), rounded%s. "
+        "Rounds below it share the core with the "
         "SMT sibling (another tenant's vCPU: this VM sees 1 thread per core)" % (
             w["ops_per_iter"], "/".join("%.2f" % x for x in ipc["nop4"]),
             "/".join("%.2f" % x for x in ipc["add_imm"]),
-            "/".join("%.2f" % x for x in ipc["xor_zero"]), best, kind,
+            "/".join("%.2f" % x for x in ipc["xor_zero"]), 100 * CONFIRM_TOL, best, kind,
             "" if fused == 1 else " among adds and zero idioms" + fusion_txt)))
 
     # dependent chains
@@ -785,11 +806,11 @@ def derive_core(raw, cpuid):
     br = raw["branch"]
     bp, bq = cycles(raw, br["predictable"]), cycles(raw, br["random"])
     per_round = spread([(q - p) / 0.5 for p, q in zip(bp, bq)])
-    mis = (min(bq) - min(bp)) / 0.5
+    mis = (confirmed_best(bq) - confirmed_best(bp)) / 0.5
     d["branch_mispredict"] = {"per_round": per_round, "from_minima": mis}
     measured("mispredict", int(round(mis)), (
         "one loop over %d random bytes branching on a random bit vs on an always-clear bit "
-        "(both paths the same add): (best random - best predictable) per iteration / 0.5 "
+        "(both paths the same add): (best random - best predictable, each a round another confirms) per iteration / 0.5 "
         "(half the random branches mispredict) = %.1f; per round %s"
         % (br["n"], mis, fmt_spread(per_round))))
 
@@ -899,11 +920,12 @@ def derive_core(raw, cpuid):
     tk = core.get("taken")
     if tk:
         per = spread(cycles(raw, tk["ticks"]))
-        rate = 1.0 / per[0] if per[0] > 0 else 0.0
+        best = confirmed_best(cycles(raw, tk["ticks"]))
+        rate = 1.0 / best if best > 0 else 0.0
         n = int(round(rate))
         d["taken"] = {"cycles_per_taken": per, "rate": rate}
         text = ("a loop of %d always-taken branches, each to the next 16-byte block: %s per "
-                "taken branch, best round %.2f taken per cycle" % (
+                "taken branch, best confirmed round %.2f taken per cycle" % (
                     tk["branches_per_iter"], fmt_spread(per, prec=2), rate))
         if n >= 1 and abs(rate - n) <= TAKEN_TOLERANCE * n:
             measured("taken_per_cycle", n, text + ", rounded")
