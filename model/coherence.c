@@ -314,7 +314,7 @@ static inline int hier_level(struct coh_cpu *v, u64 line)
 		return -1;
 	v->last_line = line;
 	int lvl = hier_access(&v->h, line);
-	if (coh.prefetch && lvl != LVL_L1)
+	if (coh.prefetch && lvl != LVL_L1 && !v->rep)
 		stream_prefetch(v, line);
 	return lvl;
 }
@@ -438,6 +438,15 @@ u64 coh_access(unsigned cpu, u64 line, bool store, bool rmw)
 	if (coh.multi)
 		return rmw && !store ? rmw_load_multi(v, cpu, line) : data_line_multi(v, cpu, line, store);
 	return hier_lat(v, hier_level(v, line));
+}
+
+u64 coh_access_rep(unsigned cpu, u64 line, bool store)
+{
+	struct coh_cpu *v = &coh.cpu[cpu];
+	v->rep = true;
+	u64 c = coh_access(cpu, line, store, false);
+	v->rep = false;
+	return c;
 }
 
 void coh_wait_abandon(unsigned vi)

@@ -49,6 +49,7 @@ struct coh_cpu {
 	u64 *ev;		/* its event counters */
 	u64 last_line;		/* most recent line of the plain path: the L1's MRU line */
 	struct prefetcher pf;	/* its L2 stream prefetcher (coh.prefetch) */
+	bool rep;		/* within coh_access_rep(): the access does not train it */
 	u64 inval_line, inval_epoch;	/* last line this CPU's store invalidated elsewhere */
 	/* waits */
 	bool waiting;		/* after a pause: nothing is charged until it ends */
@@ -105,6 +106,11 @@ static inline void coh_switched(void)
  * atomic), in cycles: what the clock does not already hold of it (a wait that ends here
  * has moved the clock past the access, and returns 0). */
 u64 coh_access(unsigned cpu, u64 line, bool store, bool rmw);
+/* The same for a line of a rep string, which the stream prefetcher does not see: a rep
+ * string's price per line (rep_fill_line, rep_llc_line ...) was measured with the
+ * hardware's prefetchers at work, so the level that holds the line, not a prefetch the
+ * string's own first lines set off, decides its price. */
+u64 coh_access_rep(unsigned cpu, u64 line, bool store);
 
 /* PAUSE: cpu spins; its wait starts at its last load before the pause. */
 void coh_pause(unsigned cpu);

@@ -339,12 +339,15 @@ static const struct coh_clock coh_clock_ops = { coh_clock_now, coh_clock_set };
 
 /* ---- memory accesses ---- */
 
-/* The cache part of one access (rmw: the load half of an atomic). Returns cycles. */
-static inline u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access, bool rmw)
+/* The cache part of one access (rmw: the load half of an atomic; rep: a rep string's
+ * line). Returns cycles. The caches see the line where the host put it (host_line()). */
+static inline u64 data_line(struct vcpu *v, unsigned vi, u64 line, bool store, bool count_access,
+			    bool rmw, bool rep)
 {
 	if (count_access)
 		v->a.ev[EV_MEM_ACCESS]++;
-	return coh_access(vi, line, store, rmw);
+	line = host_line(&P, line);
+	return rep ? coh_access_rep(vi, line, store) : coh_access(vi, line, store, rmw);
 }
 
 /* A page walk from CR3; its loads go through this CPU's caches. Under nested paging the
@@ -371,7 +374,7 @@ static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, 
 			cost += (u64)level * P.mem_lat;
 			break;
 		}
-		cost += data_line(v, vi, pa >> LINE_SHIFT, false, false, false);
+		cost += data_line(v, vi, pa >> LINE_SHIFT, false, false, false, false);
 		if (!(e & 1))
 			break;	/* not present: the access faulted, nothing to install */
 		if (level == 1 || (level <= 3 && (e & 0x80))) {
@@ -381,7 +384,7 @@ static u64 walk(struct vcpu *v, unsigned vi, u64 va, bool *is_2m, bool *global, 
 			if (P.nested_page_kib) {
 				u64 off = (1ull << (12 + 9 * (level - 1))) - 1;
 				u64 gpa = (e & 0x000ffffffffff000ull & ~off) | (va & off);
-				cost += data_line(v, vi, nested_leaf_line(&P, gpa), false, false, false);
+				cost += data_line(v, vi, nested_leaf_line(&P, gpa), false, false, false, false);
 			}
 			break;
 		}
@@ -542,7 +545,7 @@ static void mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, void *u
 	bool store = qemu_plugin_mem_is_store(info);
 	u64 walks = v->a.ev[EV_WALK];
 	u64 t = translate(v, vi, va);
-	u64 d = data_line(v, vi, pa >> LINE_SHIFT, store, true, ti->atomic);
+	u64 d = data_line(v, vi, pa >> LINE_SHIFT, store, true, ti->atomic, false);
 	v->a.ev[EV_CYC_TLB] += t;
 	v->a.ev[EV_CYC_CACHE] += d;
 	v->a.cyc += t + d;
@@ -606,7 +609,7 @@ static void rep_mem_cb(unsigned vi, qemu_plugin_meminfo_t info, uint64_t va, voi
 	v->a.ev[EV_REP_LINES]++;
 	u64 t = translate(v, vi, va);
 	bool store = qemu_plugin_mem_is_store(info);
-	u64 lat = data_line(v, vi, line, store, true, false);
+	u64 lat = data_line(v, vi, line, store, true, false, true);
 	u64 r = lat >= P.mem_lat ? P.rep_mem_line : 0;
 	v->rep_fill_x100 += rep_fill_x100(&P, lat, store);
 	if (store)

@@ -171,6 +171,41 @@ static inline bool nested_allows_2m(const struct profile *p)
 	return p->nested_page_kib == 0 || p->nested_page_kib >= 2048;
 }
 
+/*
+ * Where the host put a guest line, for the caches' set index. Under nested paging the
+ * caches are indexed by host-physical addresses, and a hypervisor hands a VM its frames
+ * in no order the guest sees: contiguous guest memory lands on scattered host frames, so
+ * a working set near a cache's size overflows some sets (page colours) long before it
+ * fills the cache (calibrate's chase through a 2 MiB-page buffer on the Granite Rapids
+ * VM: L2 latency to 1024 KiB, then 29-46 cycles at 1536 KiB and 72-92 at 2048 KiB, the
+ * L2's size, as frames spread at random over its 32 colours predict). Each nested page
+ * of guest memory (nested_page_kib) is given a host frame by a fixed bijective scramble
+ * of its frame number; the offset within it is kept (a prefetch stream stays inside its
+ * 4 KiB page either way). Bare metal (nested_page_kib 0) and the nested leaf lines:
+ * unchanged.
+ */
+static inline u64 host_frame_scramble(u64 f, unsigned bits)
+{
+	const u64 mask = (1ull << bits) - 1;
+	/* two rounds of multiply by an odd constant and xor-shift: each step is a bijection
+	 * of bits-bit numbers, so no two guest frames share a host frame */
+	f = (f * 0x9e3779b97f4a7c15ull) & mask;
+	f ^= f >> (bits / 2);
+	f = (f * 0xbf58476d1ce4e5b9ull) & mask;
+	f ^= f >> (bits / 2);
+	return f;
+}
+
+static inline u64 host_line(const struct profile *p, u64 line)
+{
+	if (!p->nested_page_kib || line >= NESTED_LINE_BASE)
+		return line;
+	/* lines per nested page: 64 (4 KiB), 32768 (2 MiB), 2^24 (1 GiB) */
+	unsigned shift = p->nested_page_kib >= (1u << 20) ? 24 : p->nested_page_kib >= 2048 ? 15 : 6;
+	/* frames of the line space below NESTED_LINE_BASE (2^46 lines) stay inside it */
+	return host_frame_scramble(line >> shift, 46 - shift) << shift | (line & ((1ull << shift) - 1));
+}
+
 /* The line holding the nested leaf entry of guest-physical address gpa. */
 static inline u64 nested_leaf_line(const struct profile *p, u64 gpa)
 {

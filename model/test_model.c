@@ -281,6 +281,49 @@ HTEST(core_counts_are_events_under_ooo_only)
 /* Nested paging: a TLB entry covers at most the hypervisor's page, and the nested leaf
  * entries are one 8-byte entry per host page, eight to a line, above every physical
  * line number. */
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Under nested paging the caches see host frames: a bijective scramble of the guest frame
+ * at the nested page's size, the offset inside kept; bare metal and the nested leaf
+ * lines are left alone. Contiguous guest frames spread over the L2's colours. */
+HTEST(host_line_scrambles_frames_under_nested_paging)
+{
+	struct profile p;
+	memset(&p, 0, sizeof(p));
+	HT_EXPECT_EQ(host_line(&p, 12345), 12345);
+	p.nested_page_kib = 4;
+	HT_EXPECT_EQ(host_line(&p, NESTED_LINE_BASE + 7), NESTED_LINE_BASE + 7);
+	/* 4 KiB host pages: the line's offset in its page (6 bits) is kept, 8192 frames
+	 * land on 8192 distinct frames below NESTED_LINE_BASE */
+	static u64 seen[8192];
+	unsigned colours[32] = { 0 };
+	for (u64 f = 0; f < 8192; f++) {
+		u64 l = host_line(&p, (0x100000 + f) << 6 | 5);
+		HT_EXPECT_EQ(l & 63, 5);
+		HT_EXPECT(l < NESTED_LINE_BASE);
+		seen[f] = l >> 6;
+		if (f < 512)
+			colours[(l >> 6) & 31]++;	/* the 2 MiB 16-way L2's 32 colours */
+	}
+	qsort(seen, 8192, sizeof(seen[0]), cmp_u64);
+	for (unsigned i = 1; i < 8192; i++)
+		HT_EXPECT(seen[i] != seen[i - 1]);
+	/* 512 contiguous frames (2 MiB): not 16 a colour as in guest order, spread unevenly */
+	unsigned over = 0;
+	for (unsigned c = 0; c < 32; c++)
+		over += colours[c] > 16;
+	HT_EXPECT(over >= 4 && over <= 28);
+	/* 2 MiB host pages: whole 2 MiB frames move, everything inside stays in order */
+	p.nested_page_kib = 2048;
+	u64 a = host_line(&p, 0x4000000), z = host_line(&p, 0x4000000 + 32767);
+	HT_EXPECT_EQ(z - a, 32767);
+	HT_EXPECT_EQ(a & 32767, 0);
+}
+
 HTEST(nested_leaf_entries_and_entry_size)
 {
 	struct profile p = { 0 };

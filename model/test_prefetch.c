@@ -246,6 +246,28 @@ HTEST(pf_sequential_scan_hits_l2_after_two_misses)
 	}
 }
 
+/* A rep string's lines do not train the streamer: a page cleared from memory costs a
+ * memory access a line (its calibrated price per line from there applies), and a load
+ * stream after it still forms from its own two misses. */
+HTEST(pf_rep_string_lines_do_not_train_the_streamer)
+{
+	HT_ASSERT(!setup(1, true));
+	u64 b = pg(5);
+	for (u64 i = 0; i < PF_PAGE_LINES; i++)
+		HT_EXPECT_EQ(coh_access_rep(0, b + i, true), MEM);
+	HT_EXPECT_EQ(acct[0].ev[EV_PREFETCH], 0);
+	HT_EXPECT_EQ(acct[0].ev[EV_L2_MISS], PF_PAGE_LINES);
+	/* the same page read by plain loads now: in the L2 (the L1d holds 16 lines) */
+	HT_EXPECT_EQ(LOAD(0, b), L2);
+	/* the next page: loads make a stream at once, as before */
+	u64 n = b + PF_PAGE_LINES;
+	HT_EXPECT_EQ(LOAD(0, n), MEM);
+	HT_EXPECT_EQ(LOAD(0, n + 1), MEM);
+	HT_EXPECT_EQ(LOAD(0, n + 2), L2);
+	HT_EXPECT(acct[0].ev[EV_PREFETCH] > 0);
+	teardown();
+}
+
 HTEST(pf_prefetch_off_leaves_the_hierarchy_alone)
 {
 	HT_ASSERT(!setup(2, false));
