@@ -43,6 +43,19 @@ class NestedCheckTest(unittest.TestCase):
     def test_recorded_run_passes(self):
         self.assertEqual(modelcheck.check_nested(load_nested(), load(), NESTED), [])
 
+    def test_caches_indexed_by_guest_frames_fail(self):
+        # what the model gave before it placed guest frames on host frames: the 32 MiB
+        # chase fits the LLC's colours and never misses it
+        res = load_nested()
+        for r in res:
+            r["events"]["model_llc_miss"] = 0.0
+        fails = modelcheck.check_nested(res, load(), NESTED)
+        self.assertTrue(any("misses the llc on 0.000" in f for f in fails), fails)
+        # the expectation itself: frames at random over a cache's colours
+        self.assertAlmostEqual(modelcheck.colour_overflow(8192, 39424, 11), 0.311, places=3)
+        self.assertLess(modelcheck.colour_overflow(128, 1024, 16), 0.01)
+        self.assertAlmostEqual(modelcheck.colour_overflow(512, 2048, 16), 0.53, places=2)
+
     def test_huge_entries_under_nested_paging_fail(self):
         # what the model gave before it had nested paging: the plain chase's events
         res = load_nested()
