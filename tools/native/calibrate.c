@@ -425,6 +425,26 @@ static void btb_emit(uint8_t *m, unsigned k)
 	*p++ = 0xc3;                                           /* ret */
 }
 
+/* Generated code: writable pages for *len bytes (rounded up to whole pages), then sealed
+ * read-only and executable. NULL / -1 (unmapped) when the kernel refuses. */
+static uint8_t *code_map(size_t *len)
+{
+	*len = (*len + PAGE - 1) & ~(size_t)(PAGE - 1);
+	uint8_t *m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int code_seal(uint8_t *m, size_t len)
+{
+	if (mprotect(m, len, PROT_READ | PROT_EXEC)) {
+		munmap(m, len);
+		return -1;
+	}
+	return 0;
+}
+
+#define CODE_ALIGN(n) (((n) + 63) & ~(size_t)63)	/* each function on its own lines */
+
 struct btb_code {
 	uint8_t *mem;
 	size_t len;
@@ -434,23 +454,19 @@ struct btb_code {
 /* Every chain of btb_k[]; 0, or -1 when the kernel refuses executable memory. */
 static int btb_build(struct btb_code *c)
 {
-	size_t len = 0;
+	size_t len = 0, off = 0;
 	for (int i = 0; i < NBTB; i++)
-		len += (btb_size(btb_k[i]) + 63) & ~(size_t)63;
-	len = (len + PAGE - 1) & ~(size_t)(PAGE - 1);
-	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
+		len += CODE_ALIGN(btb_size(btb_k[i]));
+	uint8_t *m = code_map(&len);
+	if (!m)
 		return -1;
-	size_t off = 0;
 	for (int i = 0; i < NBTB; i++) {
 		c->fn[i] = (btb_fn)(void *)(m + off);
 		btb_emit(m + off, btb_k[i]);
-		off += (btb_size(btb_k[i]) + 63) & ~(size_t)63;
+		off += CODE_ALIGN(btb_size(btb_k[i]));
 	}
-	if (mprotect(m, len, PROT_READ | PROT_EXEC)) {
-		munmap(m, len);
+	if (code_seal(m, len))
 		return -1;
-	}
 	c->mem = m;
 	c->len = len;
 	return 0;
@@ -592,23 +608,19 @@ struct wong_code {
 /* Machine code for every N of @ns; 0, or -1 with errno when the kernel refuses it. */
 static int wong_build(struct wong_code *c, enum wong_kind k, const unsigned *ns, int count)
 {
-	size_t len = 0;
+	size_t len = 0, off = 0;
 	for (int i = 0; i < count; i++)
-		len += (wong_size(k, ns[i]) + 63) & ~(size_t)63;
-	len = (len + PAGE - 1) & ~(size_t)(PAGE - 1);
-	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
+		len += CODE_ALIGN(wong_size(k, ns[i]));
+	uint8_t *m = code_map(&len);
+	if (!m)
 		return -1;
-	size_t off = 0;
 	for (int i = 0; i < count; i++) {
 		c->fn[i] = (wong_fn)(void *)(m + off);
 		wong_emit(m + off, k, ns[i]);
-		off += (wong_size(k, ns[i]) + 63) & ~(size_t)63;
+		off += CODE_ALIGN(wong_size(k, ns[i]));
 	}
-	if (mprotect(m, len, PROT_READ | PROT_EXEC)) {
-		munmap(m, len);
+	if (code_seal(m, len))
 		return -1;
-	}
 	c->mem = m;
 	c->len = len;
 	return 0;
