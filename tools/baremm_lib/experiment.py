@@ -272,7 +272,8 @@ _CONTAINERS = ("contention between the 30 containers' CPUs (zone-lock and struct
                "shows the per-page work alone")
 _OOO_FRONT_END = ("its front end is only the dispatch width and the taken-branch rates "
                   "(taken_per_cycle; loop_taken_per_cycle in loops of at most loop_branches "
-                  "taken branches), with no micro-op cache or decoders")
+                  "taken branches) and one BTB level (btb_bubble cycles for a taken branch "
+                  "beyond its btb_l0_entries), with no micro-op cache or decoders")
 
 EXPERIMENTS = {
     "000": Experiment(
