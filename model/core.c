@@ -705,7 +705,7 @@ u64 core_insn(struct core *c, const struct core_op *op, const struct core_mem *a
 			 * btb_bubble cycles after the branch's dispatch cycle */
 			if (P->btb_l0_entries && !btb_hit(c, br->pc)) {
 				c->st.btb_misses++;
-				if (P->btb_bubble && c->d_cyc == D) {
+				if (P->btb_bubble) {	/* d_cyc is D: nothing moved it since */
 					c->d_cyc = D + P->btb_bubble;
 					c->d_used = P->width;
 				}

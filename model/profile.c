@@ -182,6 +182,12 @@ int profile_parse(const char *text, const char *fname, struct profile *p, char *
 	    p->nested_page_kib != 1 << 20)
 		return fail(err, errlen, "profile %s: nested_page_kib: %llu is not 0 or an x86 page size "
 			    "(4, 2048, 1048576)", fname, (unsigned long long)p->nested_page_kib);
+	/* the out-of-order core's BTB level: 4-way sets, a power of two of them (core.h) */
+	u64 btb_sets = p->btb_l0_entries / 4;
+	if (p->btb_l0_entries % 4 || (btb_sets & (btb_sets - 1)))
+		return fail(err, errlen, "profile %s: btb_l0_entries: %llu is not 0 or 4 ways times a power "
+			    "of two of sets (4, 8, 16 ... 4096)", fname,
+			    (unsigned long long)p->btb_l0_entries);
 	for (unsigned i = 0; i < sizeof(geo) / sizeof(geo[0]); i++)
 		if (geo[i].ways > geo[i].entries || geo[i].entries % geo[i].ways)
 			return fail(err, errlen, "profile %s: %s: %llu entries (lines) do not split into %llu ways",

@@ -640,6 +640,17 @@ HTEST(btb_level_bubble)
 	}
 	HT_EXPECT(chase[0] >= 40 * n);
 	HT_EXPECT_EQ(chase[1], chase[0]);
+	/* LRU, not FIFO: one set of 4 ways (4 entries); A B C D fill it, A again refreshes
+	 * A, E then evicts B (the least recently used), so A still hits and B misses */
+	p.btb_l0_entries = 4;
+	p.btb_bubble = 2;
+	setup(&p);
+	static const u64 seq[] = { 0xa0, 0xb0, 0xc0, 0xd0, 0xa0, 0xe0, 0xa0, 0xb0 };
+	static const u64 misses_after[] = { 1, 2, 3, 4, 4, 5, 5, 6 };
+	for (unsigned i = 0; i < 8; i++) {
+		cond_branch(0x400000 + seq[i], true);
+		HT_EXPECT_EQ(C.st.btb_misses, misses_after[i]);
+	}
 	/* sizes whose sets are not a power of two, or beyond the arrays, are refused */
 	p.btb_l0_entries = 12;
 	HT_EXPECT(core_init(&C, &p) != 0);

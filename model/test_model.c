@@ -322,6 +322,13 @@ HTEST(host_line_scrambles_frames_under_nested_paging)
 	u64 a = host_line(&p, 0x4000000), z = host_line(&p, 0x4000000 + 32767);
 	HT_EXPECT_EQ(z - a, 32767);
 	HT_EXPECT_EQ(a & 32767, 0);
+	HT_EXPECT(a != 0x4000000);	/* the 2 MiB frame itself moved */
+	HT_EXPECT(a < NESTED_LINE_BASE);
+	/* 1 GiB host pages: 2^24 lines each, kept in order, the frame moved */
+	p.nested_page_kib = 1u << 20;
+	u64 g = host_line(&p, 3ull << 24 | 12345);
+	HT_EXPECT_EQ(g & ((1ull << 24) - 1), 12345);
+	HT_EXPECT(g >> 24 != 3 && g < NESTED_LINE_BASE);
 }
 
 HTEST(nested_leaf_entries_and_entry_size)
@@ -818,6 +825,21 @@ HTEST(profile_parses_and_rejects)
 	char *np = strstr(buf, "nested_page_kib = 2048");
 	memcpy(np, "nested_page_kib = 8   ", 22);
 	HT_EXPECT(parse_with(buf, err) == -1 && strstr(err, "nested_page_kib") && strstr(err, "x86 page size"));
+	/* a BTB level the core's 4-way sets cannot hold */
+	{
+		static const char *const bad[] = { "9", "12", "100" }, *const ok[] = { "8", "256", "1024" };
+		const char *at = strstr(good, "btb_l0_entries = 0\n");
+		HT_ASSERT(at != NULL);
+		char b2[4096];
+		for (unsigned i = 0; i < 3; i++) {
+			snprintf(b2, sizeof(b2), "%.*sbtb_l0_entries = %s\n%s", (int)(at - good), good, bad[i],
+				 at + strlen("btb_l0_entries = 0\n"));
+			HT_EXPECT(parse_with(b2, err) == -1 && strstr(err, "btb_l0_entries") && strstr(err, "power"));
+			snprintf(b2, sizeof(b2), "%.*sbtb_l0_entries = %s\n%s", (int)(at - good), good, ok[i],
+				 at + strlen("btb_l0_entries = 0\n"));
+			HT_EXPECT(parse_with(b2, err) == 0);
+		}
+	}
 	memcpy(np, "nested_page_kib = 4   ", 22);
 	HT_EXPECT(parse_with(buf, err) == 0);
 	/* the key of a per-line-touched price the model no longer has is refused by name */

@@ -583,6 +583,9 @@ class CoreDerivationTest(unittest.TestCase):
         self.assertEqual(calibrate.nop_fusion({"nop4": [7.0], "add_imm": [5.3],
                                                "xor_zero": [8.0]}), 1)
         self.assertEqual(calibrate.nop_fusion({"nop4": [7.85], "xor_zero": [5.67]}), 1)
+        # one fast nop round alone does not make a fusing core
+        self.assertEqual(calibrate.nop_fusion({"nop4": [6.0, 5.9, 11.9], "add_imm": [5.8, 5.9],
+                                               "xor_zero": [6.0, 5.95]}), 1)
         # a core that runs nops twice as fast as zero idioms: the width is the zero idioms',
         # and the nop window step counts two nops per entry
         raw = self.synthetic(rob_at=634)
@@ -692,10 +695,16 @@ class CoreDerivationTest(unittest.TestCase):
         self.assertEqual((v["btb_l0_entries"], v["btb_bubble"]), ("0", "0"))
         self.assertIn("no BTB rule", c["btb_l0_entries"])
         self.assertNotIn("btb_l0_entries", d["looked_up"])
-        # a step of 1.5 cycles is not a whole number of bubbles: the table's values
+        # 2.5 cycles a taken branch beyond the level is not a whole number of bubbles
+        # after the branch's own cycle: the table's values
         v, c, d = chains(lambda k: 1.0 if k <= 256 else 2.5)
         self.assertIn("btb_bubble", d["looked_up"])
-        self.assertIn("not clean (the step 1.50", c["btb_bubble"])
+        self.assertIn("not clean (the longest chain's 2.50", c["btb_bubble"])
+        # a core that follows two taken branches a cycle (Zen 5's shape): half a cycle
+        # each inside the level, 2 beyond it, is one bubble after the branch's own cycle
+        # (the model charges a missing branch its cycle whatever taken_per_cycle is)
+        v, c, d = chains(lambda k: 0.5 if k <= 1024 else 2.0)
+        self.assertEqual((v["btb_l0_entries"], v["btb_bubble"]), ("1024", "1"))
         # a failed measurement is looked up with its error
         raw["core"]["btb"] = {"error": "cannot map generated code executable"}
         v, c, d = calibrate.derive_core(raw, raw["cpuid"])

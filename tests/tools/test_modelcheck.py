@@ -55,6 +55,9 @@ class NestedCheckTest(unittest.TestCase):
         self.assertAlmostEqual(modelcheck.colour_overflow(8192, 39424, 11), 0.311, places=3)
         self.assertLess(modelcheck.colour_overflow(128, 1024, 16), 0.01)
         self.assertAlmostEqual(modelcheck.colour_overflow(512, 2048, 16), 0.53, places=2)
+        # a cache of one colour: every frame on it
+        self.assertEqual(modelcheck.colour_overflow(10, 4, 4), 1.0)
+        self.assertEqual(modelcheck.colour_overflow(3, 4, 4), 0.0)
 
     def test_huge_entries_under_nested_paging_fail(self):
         # what the model gave before it had nested paging: the plain chase's events

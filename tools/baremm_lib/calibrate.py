@@ -584,10 +584,12 @@ def rep_mem_price(copy_64k_mem, store, fill):
 
 def nop_fusion(ipc):
     """Nops per dispatch slot from {kind: [IPC per round]}: 1, or the whole ratio of the
-    best nop IPC to the best of the other fillers when that is at least NOP_FUSION_RATIO
-    (zero idioms and adds are never fused with each other, so they bound the slots)."""
-    nop = max(ipc.get("nop4") or [0])
-    other = max((max(v) for k, v in ipc.items() if k != "nop4" and v), default=0)
+    best nop IPC to the best of the other fillers (each a round another confirms,
+    confirmed_best) when that is at least NOP_FUSION_RATIO (zero idioms and adds are never
+    fused with each other, so they bound the slots)."""
+    nop = confirmed_best(ipc["nop4"], largest=True) if ipc.get("nop4") else 0
+    other = max((confirmed_best(v, largest=True) for k, v in ipc.items() if k != "nop4" and v),
+                default=0)
     if other <= 0 or nop < NOP_FUSION_RATIO * other:
         return 1
     return int(round(nop / other))
@@ -700,10 +702,12 @@ BTB_TOLERANCE = 0.3
 
 def derive_btb(raw, bt, d, measured, lookup):
     """btb_l0_entries and btb_bubble from chains of K distinct always-taken branches
-    (core.btb): the bubble is the longest chain's cycles per taken branch above the
-    shortest's, rounded; the zero-bubble level holds the largest chain (a power of two)
-    still below the midpoint of the two. No step of at least half a cycle: no BTB rule
-    (btb_l0_entries 0)."""
+    (core.btb). The core model charges a taken branch the level does not hold its own
+    dispatch cycle and btb_bubble more, whatever taken_per_cycle is, so the bubble is the
+    longest chain's cycles per taken branch minus one, rounded; the zero-bubble level
+    holds the largest chain (a power of two) still below the midpoint between the shortest
+    chain's cycles and the longest's. The longest no more than half a cycle slower than
+    the shortest: no BTB rule (btb_l0_entries 0)."""
     ks = [n - 1 for n in bt["branches_per_lap"]]
     per = [confirmed_best(cycles(raw, [row[i] for row in bt["ticks"]])) for i in range(len(ks))]
     curve = " ".join("%d:%.2f" % (k, c) for k, c in zip(ks, per))
@@ -711,28 +715,28 @@ def derive_btb(raw, bt, d, measured, lookup):
     step = slow - base
     d["btb"] = {"chains": ks, "cycles_per_taken": per, "step": step}
     text = ("chains of K always-taken jae, each to the next %d-byte block (at most %d KiB of "
-            "code), K times round a loop, cycles per taken branch by K, best confirmed round: %s" % (
+            "code), run round a loop, cycles per taken branch by K, best confirmed round: %s" % (
                 bt["spacing"], bt["spacing"] * ks[-1] // 1024, curve))
     if step < 0.5:
         measured("btb_l0_entries", 0, text + ": no chain is half a cycle slower than the "
                  "shortest, so no BTB rule")
         measured("btb_bubble", 0, "unused while btb_l0_entries is 0")
         return
-    n = int(round(step))
+    extra = slow - 1.0
+    n = int(round(extra))
     mid = base + step / 2
-    inside = [k for k, c in zip(ks, per) if c <= mid]
-    held = max(inside) if inside else 0
-    pow2 = 1 << (held.bit_length() - 1) if held else 0
-    if abs(step - n) > BTB_TOLERANCE or pow2 < 4 or pow2 not in ks:
-        why = ("the step %.2f is not within %.1f of a whole number of cycles" % (
-            step, BTB_TOLERANCE) if abs(step - n) > BTB_TOLERANCE else
-            "no chain of at least 4 stays below the midpoint")
+    # the shortest chain is at or below the midpoint: some chain always is
+    held = max(k for k, c in zip(ks, per) if c <= mid)
+    pow2 = 1 << (held.bit_length() - 1)
+    if n < 1 or abs(extra - n) > BTB_TOLERANCE:
         for k in ("btb_l0_entries", "btb_bubble"):
-            lookup(k, "the measurement is not clean (%s), so the table's value: %s"
-                   % (why, text), "measurement not clean")
+            lookup(k, "the measurement is not clean (the longest chain's %.2f cycles a taken "
+                   "branch, minus its own cycle, is not within %.1f of a whole number of "
+                   "cycles), so the table's value: %s" % (slow, BTB_TOLERANCE, text),
+                   "measurement not clean")
         return
-    measured("btb_bubble", n, text + "; the longest chain's %.2f minus the shortest's %.2f, "
-             "rounded" % (slow, base))
+    measured("btb_bubble", n, text + "; the longest chain's %.2f minus the taken branch's own "
+             "cycle, rounded" % slow)
     measured("btb_l0_entries", pow2, text + "; the largest chain at or below the midpoint "
              "(%.2f)%s" % (mid, "" if pow2 == held else ", %d, down to a power of two" % held))
 

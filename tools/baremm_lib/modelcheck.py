@@ -233,6 +233,8 @@ def colour_overflow(frames, kib, ways):
     in each of its sets, which a cyclic chase misses every time under LRU. The expected
     value over random placements (binomial frames per colour)."""
     colours = max(1, kib * 1024 // 64 // ways // 64)
+    if colours == 1:	# every frame on the one colour
+        return 1.0 if frames > ways else 0.0
     p, tot = 1.0 / colours, 0.0
     for k in range(ways + 1, frames + 1):
         lp = (math.lgamma(frames + 1) - math.lgamma(k + 1) - math.lgamma(frames - k + 1)

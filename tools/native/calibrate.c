@@ -386,9 +386,9 @@ static double taken_sample(uint64_t (*fn)(uint64_t), int k, uint64_t iters, int 
 
 /*
  * The BTB's levels: chains of K blocks, each `add $1, %rax; cmp $1, %rsi; jae` to the next
- * 16-byte block (always taken), K times round a loop, for K from 32 to 2048 distinct taken
- * branches (at most 32 KiB of code, within any L1i, so the instruction cache is not what
- * is timed). While the fastest BTB level holds the chain, the front end follows
+ * 16-byte block (always taken), run round a loop, for K from 32 to 2048 distinct taken
+ * branches (at most 32 KiB of code and a few bytes of loop: within the 32-64 KiB L1i of
+ * the cores in calibrate's table, so the instruction cache is not what is timed). While the fastest BTB level holds the chain, the front end follows
  * taken_per_cycle of them a cycle; beyond it each costs the slower level's bubble more.
  * Generated code: the chain's length is a run-time choice.
  */
