@@ -5,7 +5,9 @@
  *
  * Contract:
  * - pf_observe() is given every demand access of the CPU that missed its L1d (loads,
- *   stores, the load half of atomics, page-walk loads: the L2's request stream), in order.
+ *   stores, the load half of atomics, page-walk loads: the L2's request stream), in order;
+ *   not a rep string's lines (coh_access_rep(): their prices were measured with the
+ *   hardware's prefetchers at work).
  * - A stream lives in one 4 KiB page (64 lines) and runs in one direction d (+1 or -1). It
  *   is found by two misses to consecutive lines of the page (L, then L + d); from that
  *   access on, every access of the stream at line L asks for lines L+d .. L+d*lines, cut

@@ -433,19 +433,27 @@ TAKEN_TOLERANCE = 0.15
 CONFIRM_TOL = 0.05
 
 
+def confirmed(vals, largest=False, tol=CONFIRM_TOL):
+    """The best of @vals (smallest, or largest) that another of them confirms within @tol
+    of it, or None when none does. Negatives (not measured) are dropped."""
+    v = sorted((x for x in vals if x is not None and x >= 0), reverse=largest)
+    for a, b in zip(v, v[1:]):
+        if abs(b - a) <= tol * abs(a):
+            return a
+    return None
+
+
 def confirmed_best(vals, largest=False):
     """The best per-round value (smallest, or largest) that another round confirms within
     CONFIRM_TOL. A neighbour only slows a round's ticks, but the conversion to cycles uses
     the clock read at the start of the round: a round whose clock reading missed a turbo
     change comes out faster than the core is, and alone. A value no other round comes
     near (or a single round) is still the best."""
-    v = sorted((x for x in vals if x is not None and x >= 0), reverse=largest)
+    v = [x for x in vals if x is not None and x >= 0]
     if not v:
         raise CalibrateError("no valid round")
-    for a, b in zip(v, v[1:]):
-        if abs(b - a) <= CONFIRM_TOL * abs(a):
-            return a
-    return v[0]
+    c = confirmed(v, largest)
+    return c if c is not None else (max(v) if largest else min(v))
 
 
 def width_from_ipc(ipc):

@@ -310,10 +310,8 @@ def core_per_tsc(clocks):
     v = sorted((c["core_per_tsc"] for c in clocks), reverse=True)
     if len(v) <= 2:
         return v[0]
-    for i, x in enumerate(v):
-        if any(abs(y - x) <= CLOCK_AGREE * x for j, y in enumerate(v) if j != i):
-            return x
-    return v[len(v) // 2]
+    x = calibrate.confirmed(v, largest=True, tol=CLOCK_AGREE)
+    return x if x is not None else v[len(v) // 2]
 
 
 def native_figures(rows, clocks):
