@@ -84,12 +84,23 @@ static int chase_setup(struct panel_wl *w)
 	return chase_build(c, w->param, lines, 0x5eed0000 + w->param);
 }
 
-/* One pass over the cycle warms it (caches and TLB hold what they can), then one pass timed. */
+/*
+ * Passes over the cycle that warm it before the timed pass. One is not enough on an LLC
+ * that decides on insertion whether a line is worth keeping (Intel's adaptive insertion
+ * since Ivy Bridge): after chase_1g's pass, which reuses nothing within the LLC, the
+ * lines of chase_64m's single warm pass were not kept, and its timed pass cost 395-522
+ * cycles a load on a Granite Rapids VM against 213 when run alone; with two or more warm
+ * passes it costs 213-215 in either order (docs/COSTMODEL.md, "The native panel").
+ */
+#define CHASE_WARM_PASSES 4
+
+/* CHASE_WARM_PASSES passes warm the cycle (caches and TLB hold what they can), then one
+ * pass timed. */
 static uint64_t chase_run(struct panel_wl *w, uint64_t *ops)
 {
 	struct chase *c = w->priv;
 	uint64_t reps = c->lines >= 65536 ? 1 : 65536 / c->lines;
-	uint64_t p = chase1(c->start[0], c->lines);
+	uint64_t p = chase1(c->start[0], c->lines * CHASE_WARM_PASSES);
 	uint64_t t0 = panel_tstart();
 	p = chase1(p, c->lines * reps);
 	uint64_t t = panel_tstop(t0);
