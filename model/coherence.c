@@ -158,6 +158,19 @@ static inline u64 eff_clock(unsigned vi)
 	return (v->waiting ? v->wait_clock : clock_now(vi)) + v->ipi_shift;
 }
 
+/* When a store cpu vi makes now, whose read for ownership costs cost cycles, becomes
+ * visible to the others (x100, as eff_clock): at its start, or with a store buffer
+ * (coh_clock.store_floor) when it drains. */
+static inline u64 store_visible(unsigned vi, u64 cost)
+{
+	u64 t = eff_clock(vi);
+	if (!coh.clk.store_floor)
+		return t;
+	u64 f = coh.clk.store_floor(vi) + coh.cpu[vi].ipi_shift;
+	t += cost * 100;
+	return t > f ? t : f;
+}
+
 /* Ends a wait, first step: the events go back to their values at the wait's start (the
  * spin's own instructions, accesses and pauses are not counted). */
 static inline void wait_events_back(struct coh_cpu *v)
@@ -428,7 +441,7 @@ static u64 data_line_multi(struct coh_cpu *v, unsigned vi, u64 line, bool store)
 	d->owner = (u16)(vi + 1);
 	d->writer = (u16)vi;
 	d->seq = ++coh.store_seq;
-	d->wclock = eff_clock(vi);
+	d->wclock = store_visible(vi, cost);
 	return cost;
 }
 

@@ -39,6 +39,12 @@ struct coh_clock {
 	/* From now on the clock of cpu reads t; what its other parts do not explain of t is
 	 * booked in part (PT_WAIT for waits, PT_IPI for IPIs). */
 	void (*set)(unsigned cpu, u64 t, int part);
+	/* NULL: a store is visible to other CPUs from its start (the in-order core: its clock
+	 * already holds every older store's price). Else the core has a store buffer, and a
+	 * store becomes visible when it drains: no earlier than store_floor(cpu) (x100, the
+	 * CPU's own clock), when its older stores have drained (they drain in order), nor
+	 * before its own read for ownership as the hierarchy priced it. */
+	u64 (*store_floor)(unsigned cpu);
 };
 
 /* One CPU as coherence sees it. The glue sets the xAPIC fields from the guest's register

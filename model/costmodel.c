@@ -335,7 +335,14 @@ static void coh_clock_set(unsigned vi, u64 t, int part)
 	acct_clock_set(&vcpus[vi].a, t, part);
 }
 
-static const struct coh_clock coh_clock_ops = { coh_clock_now, coh_clock_set };
+/* The out-of-order core's store buffer: its older stores drain by sb_last_drain. */
+static u64 coh_store_floor(unsigned vi)
+{
+	const struct core *c = vcpus[vi].core;
+	return c ? c->sb_last_drain * 100 : 0;
+}
+
+static struct coh_clock coh_clock_ops = { coh_clock_now, coh_clock_set, NULL };
 
 /* ---- memory accesses ---- */
 
@@ -1114,6 +1121,7 @@ QPAPI_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *inf
 	snprintf(hello_tail, sizeof(hello_tail), " plugin_api=%d physmap=0x%llx%s%s%s", info->version.cur,
 		 (unsigned long long)physmap, causal ? "" : " causal=off", ooo ? " core=ooo" : "",
 		 prefetch ? " prefetch=on" : "");
+	coh_clock_ops.store_floor = ooo ? coh_store_floor : NULL;
 	if (!vcpus || coh_init(&P, max_vcpus, causal, prefetch, &coh_clock_ops) ||
 	    proto_init(max_vcpus, &P, out_fd, hello_tail)) {
 		fprintf(stderr, "costmodel: out of memory\n");

@@ -28,7 +28,17 @@ static void t_set(unsigned cpu, u64 t, int part)
 	acct_clock_set(&acct[cpu], t, part);
 }
 
-static const struct coh_clock t_clock = { t_now, t_set };
+static const struct coh_clock t_clock = { t_now, t_set, NULL };
+
+/* A core with a store buffer (coh_clock.store_floor): from clock t_floor_from on, its
+ * older stores drain by t_floor. */
+static u64 t_floor, t_floor_from;
+static u64 t_store_floor(unsigned cpu)
+{
+	return t_now(cpu) >= t_floor_from ? t_floor : 0;
+}
+static const struct coh_clock t_clock_sb = { t_now, t_set, t_store_floor };
+static const struct coh_clock *t_clk = &t_clock;
 
 static struct profile test_profile(void)
 {
@@ -49,7 +59,7 @@ static int setup(unsigned n, bool causal)
 	struct profile p = test_profile();
 	clock_init(&p, false);
 	memset(acct, 0, sizeof(acct));
-	if (coh_init(&p, n, causal, false, &t_clock))
+	if (coh_init(&p, n, causal, false, t_clk))
 		return -1;
 	for (unsigned c = 0; c < n; c++) {
 		if (cache_init(&l1[c], p.l1d_kib, p.l1d_ways) || cache_init(&l2[c], p.l2_kib, p.l2_ways))
@@ -263,6 +273,30 @@ HTEST(coh_pause_wait_woken_by_an_earlier_store)
 	HT_EXPECT_EQ(acct[1].ev[EV_WAIT_CYCLES], C2C);
 	HT_EXPECT(parts_add_up(1));
 	teardown();
+}
+
+/* With a store buffer a store is visible when it drains: after its own read for ownership
+ * (CPU 1 shares the line: an RFO at the LLC's latency), and not before the CPU's older
+ * stores have drained. */
+HTEST(coh_store_visible_when_it_drains)
+{
+	t_clk = &t_clock_sb;
+	t_floor = t_floor_from = 0;
+	HT_ASSERT(!setup(2, true));
+	u64 w;
+	spin_until_store(ht_failures, 5000, &w);
+	HT_EXPECT_EQ(clk(1), w + (LLC + C2C) * 100);
+	HT_EXPECT(parts_add_up(1));
+	teardown();
+	/* an older store drains later than this one's RFO: the line waits for it */
+	HT_ASSERT(!setup(2, true));
+	t_floor = 5100 * 100 + 1000 * 100, t_floor_from = 5000 * 100;	/* the second store */
+	spin_until_store(ht_failures, 5000, &w);
+	HT_EXPECT(t_floor > w + LLC * 100);
+	HT_EXPECT_EQ(clk(1), t_floor + C2C * 100);
+	HT_EXPECT(parts_add_up(1));
+	teardown();
+	t_clk = &t_clock;
 }
 
 HTEST(coh_wait_abandoned_at_a_marker_charges_nothing)

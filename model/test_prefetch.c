@@ -156,7 +156,7 @@ static void t_set(unsigned cpu, u64 t, int part)
 	acct_clock_set(&acct[cpu], t, part);
 }
 
-static const struct coh_clock t_clock = { t_now, t_set };
+static const struct coh_clock t_clock = { t_now, t_set, NULL };
 
 /* L1d 16 lines, L2 256 (a page fits), LLC 1024; both CPUs on one socket */
 static int setup(unsigned n, bool prefetch)
