@@ -160,15 +160,23 @@ static inline u64 eff_clock(unsigned vi)
 
 /* When a store cpu vi makes now, whose read for ownership costs cost cycles, becomes
  * visible to the others (x100, as eff_clock): at its start, or with a store buffer
- * (coh_clock.store_floor) when it drains. */
+ * (coh_clock.store_floor) when it drains, in program order after the CPU's previous
+ * store (the core's drain of a store whose RFO it started early can be sooner than this
+ * price from the access; a later store is still never visible first). */
 static inline u64 store_visible(unsigned vi, u64 cost)
 {
 	u64 t = eff_clock(vi);
 	if (!coh.clk.store_floor)
 		return t;
-	u64 f = coh.clk.store_floor(vi) + coh.cpu[vi].ipi_shift;
+	struct coh_cpu *v = &coh.cpu[vi];
+	u64 f = coh.clk.store_floor(vi) + v->ipi_shift;
 	t += cost * 100;
-	return t > f ? t : f;
+	if (t < f)
+		t = f;
+	if (t < v->store_vis)
+		t = v->store_vis;
+	v->store_vis = t;
+	return t;
 }
 
 /* Ends a wait, first step: the events go back to their values at the wait's start (the

@@ -42,8 +42,9 @@ struct coh_clock {
 	/* NULL: a store is visible to other CPUs from its start (the in-order core: its clock
 	 * already holds every older store's price). Else the core has a store buffer, and a
 	 * store becomes visible when it drains: no earlier than store_floor(cpu) (x100, the
-	 * CPU's own clock), when its older stores have drained (they drain in order), nor
-	 * before its own read for ownership as the hierarchy priced it. */
+	 * CPU's own clock), when its older stores have drained in the core, nor before its
+	 * own read for ownership as the hierarchy priced it, nor before the CPU's previous
+	 * store became visible (stores drain in program order, whatever line they write). */
 	u64 (*store_floor)(unsigned cpu);
 };
 
@@ -57,6 +58,7 @@ struct coh_cpu {
 	struct prefetcher pf;	/* its L2 stream prefetcher (coh.prefetch) */
 	bool rep;		/* within coh_access_rep(): the access does not train it */
 	u64 inval_line, inval_epoch;	/* last line this CPU's store invalidated elsewhere */
+	u64 store_vis;		/* x100: when its latest store became visible (coh_clock.store_floor) */
 	/* waits */
 	bool waiting;		/* after a pause: nothing is charged until it ends */
 	u64 wait_clock;		/* x100: the clock at the last load before the pause */

@@ -296,6 +296,29 @@ HTEST(coh_store_visible_when_it_drains)
 	HT_EXPECT_EQ(clk(1), t_floor + C2C * 100);
 	HT_EXPECT(parts_add_up(1));
 	teardown();
+	/* stores drain in program order: an L1-hit store is visible no earlier than the CPU's
+	 * previous store, whose RFO is dear. The core does not wait for either (the raw
+	 * coh_access calls leave CPU 0's clock where it is, as an out-of-order core's commit
+	 * does), so both start at w. */
+	HT_ASSERT(!setup(3, true));
+	t_floor = t_floor_from = 0;
+	run(0, 10);
+	STORE(0, LF);	/* CPU 0 holds LF modified: its next store there is an L1 hit */
+	run(2, 10);
+	LOAD(2, LG);	/* CPU 2 shares LG: CPU 0's store there is a read for ownership */
+	run(1, 100);
+	u64 ld = clk(1);
+	LOAD(1, LH);
+	coh_pause(1);
+	run(0, 5000);
+	w = clk(0);
+	HT_EXPECT_EQ(coh_access(0, LG, true, false), MEM);
+	HT_EXPECT_EQ(coh_access(0, LF, true, false), L1);
+	run(1, 20);
+	HT_EXPECT_EQ(LOAD(1, LF), 0);	/* wakes on LF, which CPU 0 stored after the wait began */
+	HT_EXPECT(w > ld);
+	HT_EXPECT_EQ(clk(1), w + (MEM + C2C) * 100);	/* not w + (L1 + C2C) */
+	teardown();
 	t_clk = &t_clock;
 }
 
