@@ -179,6 +179,20 @@ static inline u64 store_visible(unsigned vi, u64 cost)
 	return t;
 }
 
+/* When an IPI cpu vi sends now leaves (x100, as eff_clock): with a store buffer, not
+ * before its older stores are visible (the kernel fences before the ICR write, so a
+ * handler never reads a call slot before the store that filled it). */
+static inline u64 send_clock(unsigned vi)
+{
+	u64 t = eff_clock(vi);
+	if (!coh.clk.store_floor)
+		return t;
+	u64 f = coh.clk.store_floor(vi) + coh.cpu[vi].ipi_shift;
+	if (t < f)
+		t = f;
+	return t > coh.cpu[vi].store_vis ? t : coh.cpu[vi].store_vis;
+}
+
 /* Ends a wait, first step: the events go back to their values at the wait's start (the
  * spin's own instructions, accesses and pauses are not counted). */
 static inline void wait_events_back(struct coh_cpu *v)
@@ -506,7 +520,7 @@ void coh_hlt(unsigned vi)
 
 void coh_send_ipi(unsigned vi, u32 icr_lo, u32 dest, bool x2)
 {
-	u64 at = eff_clock(vi) + coh.p.ipi_latency * 100;
+	u64 at = send_clock(vi) + coh.p.ipi_latency * 100;
 	unsigned sh = (icr_lo >> 18) & 3;
 	bool logical = icr_lo & (1u << 11);
 	for (unsigned t = 0; t < coh.n; t++) {

@@ -76,6 +76,7 @@ static void teardown(void)
 	for (unsigned c = 0; c < ncpu; c++)
 		cache_free(&l1[c]), cache_free(&l2[c]);
 	coh_free();
+	t_clk = &t_clock;	/* a test that set the store-buffer clock and failed early */
 }
 
 /* A block of n instructions runs on cpu, as the glue's block callback runs it. */
@@ -289,6 +290,7 @@ HTEST(coh_store_visible_when_it_drains)
 	HT_EXPECT(parts_add_up(1));
 	teardown();
 	/* an older store drains later than this one's RFO: the line waits for it */
+	t_clk = &t_clock_sb;
 	HT_ASSERT(!setup(2, true));
 	t_floor = 5100 * 100 + 1000 * 100, t_floor_from = 5000 * 100;	/* the second store */
 	spin_until_store(ht_failures, 5000, &w);
@@ -300,6 +302,7 @@ HTEST(coh_store_visible_when_it_drains)
 	 * previous store, whose RFO is dear. The core does not wait for either (the raw
 	 * coh_access calls leave CPU 0's clock where it is, as an out-of-order core's commit
 	 * does), so both start at w. */
+	t_clk = &t_clock_sb;
 	HT_ASSERT(!setup(3, true));
 	t_floor = t_floor_from = 0;
 	run(0, 10);
@@ -420,6 +423,27 @@ HTEST(coh_ipi_to_a_running_cpu_behind_shifts_it_and_leaves_its_clock)
 	HT_EXPECT_EQ(acct[0].ev[EV_WAIT], 1);
 	HT_EXPECT(parts_add_up(0) && parts_add_up(1));
 	teardown();
+}
+
+/* With a store buffer an IPI does not overtake its sender's stores: a store whose RFO is
+ * dear (CPU 1 shares the line), made without moving the sender's clock as an out-of-order
+ * core's commit does not, holds the IPI back until it is visible. */
+HTEST(coh_ipi_leaves_after_the_senders_stores)
+{
+	t_clk = &t_clock_sb;
+	t_floor = t_floor_from = 0;
+	HT_ASSERT(!setup(2, true));
+	run(1, 1000);
+	LOAD(1, LG);
+	coh_hlt(1);
+	run(0, 5000);
+	u64 send = clk(0);
+	HT_EXPECT_EQ(coh_access(0, LG, true, false), LLC);	/* an RFO: CPU 1 shares LG */
+	coh_send_ipi(0, 0, 1, true);
+	run(1, 0);
+	HT_EXPECT_EQ(clk(1), send + (LLC + IPI) * 100);	/* not send + IPI */
+	teardown();
+	t_clk = &t_clock;
 }
 
 HTEST(coh_ipi_shorthands_and_logical_destinations)
