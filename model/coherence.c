@@ -158,25 +158,28 @@ static inline u64 eff_clock(unsigned vi)
 	return (v->waiting ? v->wait_clock : clock_now(vi)) + v->ipi_shift;
 }
 
-/* When a store cpu vi makes now, whose read for ownership costs cost cycles, becomes
- * visible to the others (x100, as eff_clock): at its start, or with a store buffer
- * (coh_clock.store_floor) when it drains, in program order after the CPU's previous
- * store (the core's drain of a store whose RFO it started early can be sooner than this
- * price from the access; a later store is still never visible first). */
-static inline u64 store_visible(unsigned vi, u64 cost)
+/* The earliest time (x100, as eff_clock) after t at which something cpu vi does now can
+ * be seen by the others when its core has a store buffer (coh_clock.store_floor): once
+ * its older stores have drained in the core and its latest store is visible. */
+static inline u64 after_older_stores(unsigned vi, u64 t)
 {
-	u64 t = eff_clock(vi);
-	if (!coh.clk.store_floor)
-		return t;
-	struct coh_cpu *v = &coh.cpu[vi];
+	const struct coh_cpu *v = &coh.cpu[vi];
 	u64 f = coh.clk.store_floor(vi) + v->ipi_shift;
-	t += cost * 100;
 	if (t < f)
 		t = f;
-	if (t < v->store_vis)
-		t = v->store_vis;
-	v->store_vis = t;
-	return t;
+	return t > v->store_vis ? t : v->store_vis;
+}
+
+/* When a store cpu vi makes now, whose read for ownership costs cost cycles, becomes
+ * visible to the others (x100, as eff_clock): at its start, or with a store buffer when
+ * it drains, in program order after the CPU's previous store (the core's drain of a
+ * store whose RFO it started early can be sooner than this price from the access; a
+ * later store is still never visible first). */
+static inline u64 store_visible(unsigned vi, u64 cost)
+{
+	if (!coh.clk.store_floor)
+		return eff_clock(vi);
+	return coh.cpu[vi].store_vis = after_older_stores(vi, eff_clock(vi) + cost * 100);
 }
 
 /* When an IPI cpu vi sends now leaves (x100, as eff_clock): with a store buffer, not
@@ -184,13 +187,7 @@ static inline u64 store_visible(unsigned vi, u64 cost)
  * handler never reads a call slot before the store that filled it). */
 static inline u64 send_clock(unsigned vi)
 {
-	u64 t = eff_clock(vi);
-	if (!coh.clk.store_floor)
-		return t;
-	u64 f = coh.clk.store_floor(vi) + coh.cpu[vi].ipi_shift;
-	if (t < f)
-		t = f;
-	return t > coh.cpu[vi].store_vis ? t : coh.cpu[vi].store_vis;
+	return coh.clk.store_floor ? after_older_stores(vi, eff_clock(vi)) : eff_clock(vi);
 }
 
 /* Ends a wait, first step: the events go back to their values at the wait's start (the

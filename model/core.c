@@ -61,10 +61,9 @@ int core_init(struct core *c, const struct core_params *p)
 	    p->page_walkers > CORE_PW_MAX || !p->taken_per_cycle ||
 	    p->loop_branches > CORE_LOOP_BRANCHES || (p->loop_branches && !p->loop_taken_per_cycle))
 		return -1;
-	const u32 sets = p->btb_l0_entries / CORE_BTB_WAYS;
-	if (p->btb_l0_entries > CORE_BTB_MAX || p->btb_l0_entries % CORE_BTB_WAYS ||
-	    (sets & (sets - 1)))
+	if (!core_btb_geometry_ok(p->btb_l0_entries))
 		return -1;
+	const u32 sets = p->btb_l0_entries / CORE_BTB_WAYS;
 	memset(c, 0, sizeof(*c));
 	c->p = *p;
 	c->rob_mask = CORE_ROB_MAX - 1;

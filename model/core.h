@@ -168,6 +168,14 @@ struct core_params {
  * entries (btb_l0_entries' bound) */
 #define CORE_BTB_WAYS 4
 #define CORE_BTB_MAX 4096
+
+/* Whether that level can hold btb_l0_entries entries: 0 (no level), or CORE_BTB_WAYS
+ * ways times a power of two of sets, at most CORE_BTB_MAX (profile.c and core_init()). */
+static inline bool core_btb_geometry_ok(u64 entries)
+{
+	const u64 sets = entries / CORE_BTB_WAYS;
+	return entries <= CORE_BTB_MAX && entries % CORE_BTB_WAYS == 0 && !(sets & (sets - 1));
+}
 /* store-to-load forwarding index: 8-byte granules hashed into this many slots */
 #define CORE_FWD 256
 

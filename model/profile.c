@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "model/model.h"
+#include "model/core.h"
 
 enum vkind { V_INT, V_FX, V_NAME };
 
@@ -182,12 +183,11 @@ int profile_parse(const char *text, const char *fname, struct profile *p, char *
 	    p->nested_page_kib != 1 << 20)
 		return fail(err, errlen, "profile %s: nested_page_kib: %llu is not 0 or an x86 page size "
 			    "(4, 2048, 1048576)", fname, (unsigned long long)p->nested_page_kib);
-	/* the out-of-order core's BTB level: 4-way sets, a power of two of them (core.h) */
-	u64 btb_sets = p->btb_l0_entries / 4;
-	if (p->btb_l0_entries % 4 || (btb_sets & (btb_sets - 1)))
-		return fail(err, errlen, "profile %s: btb_l0_entries: %llu is not 0 or 4 ways times a power "
-			    "of two of sets (4, 8, 16 ... 4096)", fname,
-			    (unsigned long long)p->btb_l0_entries);
+	if (!core_btb_geometry_ok(p->btb_l0_entries))
+		return fail(err, errlen, "profile %s: btb_l0_entries: %llu is not 0 or %d ways times a power "
+			    "of two of sets (%d, %d, %d ... %d)", fname,
+			    (unsigned long long)p->btb_l0_entries, CORE_BTB_WAYS, CORE_BTB_WAYS,
+			    2 * CORE_BTB_WAYS, 4 * CORE_BTB_WAYS, CORE_BTB_MAX);
 	for (unsigned i = 0; i < sizeof(geo) / sizeof(geo[0]); i++)
 		if (geo[i].ways > geo[i].entries || geo[i].entries % geo[i].ways)
 			return fail(err, errlen, "profile %s: %s: %llu entries (lines) do not split into %llu ways",

@@ -23,7 +23,7 @@ import sys
 from . import runner, status as st
 
 NATIVE_SRC = "tools/native/calibrate.c"
-NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h")
+NATIVE_DEPS = ("tools/native/native.h", "model/profile.c", "model/model.h", "model/core.h")
 NATIVE_BIN = "build/tools/calibrate"
 HOST_NAME = runner.HOST_PROFILE
 RAW_SCHEMA = "baremm-calibrate-raw/7"
